@@ -1,0 +1,41 @@
+"""Every exception and warning et_tensorrt raises, in one place.
+
+The native module (`et_tensorrt._C`) translates its C++ errors into these classes, so Python code can
+catch one type whichever side found the problem.
+"""
+
+
+class UnsupportedDeviceError(ValueError):
+    """A tensor lives on a device the ExecuTorch runtime does not model (only cpu and cuda)."""
+
+
+class LayoutError(ValueError):
+    """A tensor's strides are not dense (expanded, stepped, negative or overlapping)."""
+
+
+class UnsupportedDtypeError(TypeError):
+    """A tensor's dtype has no ExecuTorch ScalarType (or TensorRT cannot take it)."""
+
+
+class BlobFormatError(ValueError):
+    """A delegate blob is truncated, damaged, or of a format version this build does not read."""
+
+
+class EngineBuildError(RuntimeError):
+    """TensorRT (or the ONNX export before it) refused a partition; the message names the op."""
+
+
+class ValidationError(RuntimeError):
+    """The exported ONNX graph does not compute what PyTorch computes for the partition."""
+
+
+class PartitionError(ValueError):
+    """`require_full_compilation=True` and some node must stay on the host."""
+
+
+class PlacementError(RuntimeError):
+    """The delegate cannot place an input or output (dtype, shape or device it cannot take)."""
+
+
+class PlacementWarning(UserWarning):
+    """A node's device would otherwise have been dropped (it is kept on the host instead)."""
