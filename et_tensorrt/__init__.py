@@ -1,1 +1,56 @@
-"""et_tensorrt: an ExecuTorch delegate for TensorRT that is honest about where every tensor lives."""
+"""et_tensorrt: an ExecuTorch delegate for TensorRT that is honest about where every tensor lives.
+
+Importing the package loads the native module (descriptors, and the delegate runtime registered into
+ExecuTorch's ``libexecutorch.so``). The ahead-of-time parts (partitioner, lowering) import ExecuTorch's
+``exir`` and are loaded on first use.
+"""
+
+import importlib
+
+import torch  # noqa: F401  (the native module needs torch's libraries loaded first)
+
+from . import _C  # noqa: F401
+from .descriptors import Device, TensorDescriptor, describe, describe_inputs, translate_device
+from .errors import (
+    BlobFormatError,
+    EngineBuildError,
+    LayoutError,
+    PartitionError,
+    PlacementError,
+    PlacementWarning,
+    UnsupportedDeviceError,
+    UnsupportedDtypeError,
+    ValidationError,
+)
+
+# name -> module that defines it; imported on first access (PEP 562) to keep `import et_tensorrt` light.
+_LAZY = {
+    "TensorRTPartitioner": ".partition",
+    "PartitionReport": ".partition",
+    "explain": ".partition",
+    "EtTensorRTBackend": ".backend",
+}
+
+__all__ = [
+    "BlobFormatError",
+    "Device",
+    "EngineBuildError",
+    "LayoutError",
+    "PartitionError",
+    "PlacementError",
+    "PlacementWarning",
+    "TensorDescriptor",
+    "UnsupportedDeviceError",
+    "UnsupportedDtypeError",
+    "ValidationError",
+    "describe",
+    "describe_inputs",
+    "translate_device",
+    *_LAZY,
+]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'et_tensorrt' has no attribute {name!r}")

@@ -1,0 +1,90 @@
+"""Turn an ExecuTorch edge-dialect partition back into an aten-dialect ``ExportedProgram``.
+
+Edge ops wrap the aten overload in ``._op``; ``to_edge`` rewrote ``_to_copy``/``clone`` into
+``dim_order_ops``, which we map back (``dim_order`` -> ``memory_format``). Parameters, buffers and lifted
+constants keep their graph-signature kinds, so the ONNX exporter bakes them in as initializers and only
+USER_INPUT placeholders become engine inputs. Symbolic shapes and range constraints are kept as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from et_tensorrt.errors import EngineBuildError
+
+
+def _memory_format(dim_order, rank_hint=None):
+    if dim_order is None:
+        return torch.contiguous_format
+    order = [int(d) for d in dim_order]
+    if order == list(range(len(order))):
+        return torch.contiguous_format
+    if len(order) == 4 and order == [0, 2, 3, 1]:
+        return torch.channels_last
+    if len(order) == 5 and order == [0, 2, 3, 4, 1]:
+        return torch.channels_last_3d
+    raise EngineBuildError(f"dim_order {order} has no torch memory_format equivalent")
+
+
+def _is_dim_order_op(target, name: str) -> bool:
+    op = getattr(target, "_op", target)
+    schema_name = getattr(getattr(op, "_schema", None), "name", "")
+    return schema_name == f"dim_order_ops::{name}"
+
+
+def _rewrite_node(node: torch.fx.Node) -> None:
+    target = node.target
+    if _is_dim_order_op(target, "_to_dim_order_copy"):
+        kwargs = dict(node.kwargs)
+        fmt = _memory_format(kwargs.pop("dim_order", None))
+        kwargs["memory_format"] = fmt
+        node.target = torch.ops.aten._to_copy.default
+        node.kwargs = kwargs
+    elif _is_dim_order_op(target, "_clone_dim_order"):
+        kwargs = dict(node.kwargs)
+        fmt = _memory_format(kwargs.pop("dim_order", None))
+        kwargs.pop("non_blocking", None)
+        kwargs["memory_format"] = fmt
+        node.target = torch.ops.aten.clone.default
+        node.kwargs = kwargs
+    elif hasattr(target, "_op") and isinstance(target._op, torch._ops.OpOverload):
+        node.target = target._op
+
+
+def edge_to_aten(edge_program: ExportedProgram) -> ExportedProgram:
+    """An aten ``ExportedProgram`` computing what ``edge_program`` computes (the input is not modified)."""
+    gm = copy.deepcopy(edge_program.graph_module)
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            _rewrite_node(node)
+    gm.graph.lint()
+    gm.recompile()
+    return ExportedProgram(
+        root=gm,
+        graph=gm.graph,
+        graph_signature=copy.deepcopy(edge_program.graph_signature),
+        state_dict=dict(edge_program.state_dict),
+        range_constraints=dict(edge_program.range_constraints),
+        module_call_graph=copy.deepcopy(edge_program.module_call_graph),
+        constants=dict(edge_program.constants),
+    )
+
+
+def user_input_nodes(ep: ExportedProgram) -> list[torch.fx.Node]:
+    """Placeholders that are user inputs (engine inputs), in argument order."""
+    user = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    return [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+
+
+def user_output_nodes(ep: ExportedProgram) -> list:
+    """The graph's outputs that are user outputs, in the partition's output order."""
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    values = out_node.args[0]
+    specs = ep.graph_signature.output_specs
+    from torch.export.graph_signature import OutputKind
+
+    return [v for v, s in zip(values, specs) if s.kind == OutputKind.USER_OUTPUT]

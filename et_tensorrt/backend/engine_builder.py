@@ -1,0 +1,155 @@
+"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine (through the build cache)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from et_tensorrt.backend import build_cache, trt
+from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
+from et_tensorrt.errors import EngineBuildError
+
+logger = logging.getLogger("et_tensorrt")
+
+
+@dataclass
+class BuildSettings:
+    precision: str = "fp32"
+    target_archs: tuple[str, ...] = ()
+    workspace_bytes: Optional[int] = None
+
+    def as_dict(self, export: OnnxExport) -> dict:
+        return {
+            "precision": self.precision,
+            "target_archs": list(self.target_archs),
+            "workspace_bytes": self.workspace_bytes,
+            "profiles": {i.name: [[d.min, d.opt, d.max] for d in i.dims] for i in export.inputs},
+        }
+
+
+@dataclass
+class BuildResult:
+    engine: bytes
+    cache_key: str
+    cache_hit: bool
+    seconds: float
+
+
+def _dtype_names(dtype) -> set:
+    import torch
+
+    return {
+        torch.float32: {"FLOAT"},
+        torch.float16: {"HALF"},
+        torch.bfloat16: {"BF16"},
+        torch.int32: {"INT32"},
+        torch.int64: {"INT64"},
+        torch.bool: {"BOOL"},
+        torch.uint8: {"UINT8"},
+        torch.int8: {"INT8"},
+    }.get(dtype, set())
+
+
+def _parser_errors(parser, export: OnnxExport) -> str:
+    lines = []
+    for i in range(parser.num_errors):
+        err = parser.get_error(i)
+        op = err.node_operator() or "?"
+        name = err.node_name() or f"#{err.node()}"
+        origin = onnx_node_origin(export.model_bytes, err.node_name()) if err.node_name() else None
+        where = f" from {origin}" if origin else ""
+        lines.append(f"ONNX op {op} (node {name}{where}): {err.desc()}")
+    return "; ".join(lines)
+
+
+def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
+    """Ops of the ONNX graph the parser says it cannot take (best effort, for messages)."""
+    import onnx
+
+    model = onnx.load_from_string(export.model_bytes)
+    bad = []
+    for op in sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")}):
+        try:
+            if not parser.supports_operator(op):
+                bad.append(op)
+        except Exception:  # noqa: BLE001
+            pass
+    return bad
+
+
+def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
+    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected."""
+    t = trt.module()
+    log = trt.CollectingLogger.create()
+    builder = t.Builder(log)
+    network = builder.create_network(trt.network_flags())
+    parser = t.OnnxParser(network, log)
+    if not parser.parse(export.model_bytes):
+        raise EngineBuildError(f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}")
+
+    # The network must take/return exactly what the partition does (catches silent narrowing).
+    for kind, count, get, infos in (
+        ("input", network.num_inputs, network.get_input, export.inputs),
+        ("output", network.num_outputs, network.get_output, export.outputs),
+    ):
+        if count != len(infos):
+            raise EngineBuildError(f"TensorRT network has {count} {kind}s, the partition {len(infos)}")
+        for i, info in enumerate(infos):
+            tensor = get(i)
+            if tensor.name != info.name:
+                raise EngineBuildError(f"TensorRT {kind} {i} is {tensor.name!r}, expected {info.name!r}")
+            if tensor.dtype.name not in _dtype_names(info.dtype):
+                raise EngineBuildError(
+                    f"TensorRT {kind} {info.name!r} has dtype {tensor.dtype.name}, the partition {info.dtype}"
+                )
+
+    config = builder.create_builder_config()
+    if settings.workspace_bytes:
+        config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
+    if settings.target_archs:
+        if not trt.supports_target_archs():
+            raise EngineBuildError(f"{trt.flavour()} {trt.version()} cannot build for explicit target architectures")
+        config.num_compute_capabilities = len(settings.target_archs)
+        for i, arch in enumerate(settings.target_archs):
+            if not config.set_compute_capability(trt.compute_capability(arch), i):
+                raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
+    if any(not d.is_static for info in export.inputs for d in info.dims):
+        profile = builder.create_optimization_profile()
+        for info in export.inputs:
+            mins = tuple(d.min for d in info.dims)
+            opts = tuple(d.opt for d in info.dims)
+            maxs = tuple(d.max for d in info.dims)
+            profile.set_shape(info.name, mins, opts, maxs)
+        config.add_optimization_profile(profile)
+
+    serialized = builder.build_serialized_network(network, config)
+    if serialized is None or serialized.nbytes == 0:
+        errors = log.errors()
+        bad = _unsupported_ops(export, parser)
+        ops = f" (ops TensorRT reports unsupported: {', '.join(bad)})" if bad else ""
+        raise EngineBuildError(
+            f"TensorRT ({trt.flavour()} {trt.version()}) could not build the engine{ops}: "
+            + ("; ".join(errors) if errors else "no error message")
+        )
+    return bytes(serialized)
+
+
+def build_engine(export: OnnxExport, settings: BuildSettings, use_cache: bool = True) -> BuildResult:
+    key = build_cache.cache_key(export.model_bytes, settings.as_dict(export), trt.flavour(), trt.version())
+    start = time.perf_counter()
+    if use_cache:
+        cached = build_cache.load(key)
+        if cached is not None:
+            logger.debug("engine cache hit %s", key[:16])
+            return BuildResult(cached, key, True, time.perf_counter() - start)
+    engine = build_network_engine(export, settings)
+    seconds = time.perf_counter() - start
+    if use_cache:
+        build_cache.store(key, engine)
+    return BuildResult(engine, key, False, seconds)
+
+
+def parse_archs(text: str) -> tuple[str, ...]:
+    return tuple(a.strip() for a in text.replace(";", ",").split(",") if a.strip())

@@ -1,0 +1,276 @@
+"""Export an aten partition to ONNX in memory and record what the blob and the builder need.
+
+Records, for every engine input, its ONNX name, dtype, device and per-dim ranges (min/opt/max) taken from
+the program's symbolic shapes and range constraints, and the output names in the partition's output order.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from torch.export import ExportedProgram
+
+from et_tensorrt.backend.blob import DimRange
+from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
+from et_tensorrt.errors import EngineBuildError
+
+logger = logging.getLogger("et_tensorrt")
+
+LOW_PRECISION = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass
+class TensorInfo:
+    name: str  # ONNX / TensorRT binding name
+    dtype: torch.dtype
+    device: torch.device
+    dims: tuple[DimRange, ...]  # ranges the engine is built for (bounded)
+    declared_dims: tuple[DimRange, ...]  # ranges as the program declares them (max -1 = unbounded)
+
+
+@dataclass
+class OnnxExport:
+    model_bytes: bytes
+    opset: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    picked_max: dict = field(default_factory=dict)  # "input:dim" -> max chosen for an unbounded dim
+    seconds: float = 0.0
+
+
+def _sym_of(d):
+    if isinstance(d, torch.SymInt):
+        return d.node.expr
+    return int(d)
+
+
+def _hint(d) -> Optional[int]:
+    try:
+        hint = d.node.hint
+        if hint is not None:
+            return int(hint)
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        return int(d.node.shape_env.size_hint(d.node.expr))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _bound(value) -> Optional[int]:
+    """sympy bound -> int, None when infinite."""
+    try:
+        import torch.utils._sympy.numbers as snum
+
+        if value in (snum.int_oo, -snum.int_oo):
+            return None
+    except ImportError:
+        pass
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    if f in (float("inf"), float("-inf")) or f > 2**62:
+        return None
+    return int(value)
+
+
+def symbol_ranges(ep: ExportedProgram, max_factor: int = 2) -> tuple[dict, dict, dict]:
+    """For each input symbol: profile (min, opt, max), declared (min, max or -1), picked maxima."""
+    profile, declared, picked = {}, {}, {}
+    for node in user_input_nodes(ep):
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for i, d in enumerate(val.shape):
+            if not isinstance(d, torch.SymInt):
+                continue
+            expr = d.node.expr
+            if not getattr(expr, "is_Symbol", False):
+                raise EngineBuildError(
+                    f"input {node.name!r} dim {i} has the symbolic size {expr}; only plain dynamic dims are supported"
+                )
+            if expr in profile:
+                continue
+            rng = ep.range_constraints.get(expr)
+            lo = _bound(rng.lower) if rng is not None else None
+            hi = _bound(rng.upper) if rng is not None else None
+            lo = max(1, lo or 1)
+            opt = _hint(d) or lo
+            opt = max(opt, lo)
+            if hi is not None:
+                opt = min(opt, hi)
+            declared[expr] = (lo, -1 if hi is None else hi)
+            if hi is None:
+                hi = max(lo, 2 * opt)
+                picked[f"{node.name}:{i}"] = hi
+            profile[expr] = (lo, opt, hi)
+    return profile, declared, picked
+
+
+def _dims(val: torch.Tensor, profile: dict, declared: dict, ep: ExportedProgram):
+    dims, decl = [], []
+    for d in val.shape:
+        expr = _sym_of(d)
+        if isinstance(expr, int):
+            dims.append(DimRange.static(expr))
+            decl.append(DimRange.static(expr))
+            continue
+        free = expr.free_symbols
+        if free and free.issubset(profile.keys()):
+            vals = [int(expr.subs({s: profile[s][k] for s in free})) for k in range(3)]
+            lo, opt, hi = min(vals[0], vals[2]), vals[1], max(vals[0], vals[2])
+            dims.append(DimRange(lo, opt, hi))
+            if all(declared[s][1] != -1 for s in free):
+                decl.append(DimRange(lo, opt, hi))
+            else:
+                decl.append(DimRange(lo, opt, -1))
+            continue
+        # Data-dependent (unbacked) size: use its declared range, unbounded when unknown.
+        rng = ep.range_constraints.get(expr) if getattr(expr, "is_Symbol", False) else None
+        lo = max(0, _bound(rng.lower) or 0) if rng is not None else 0
+        hi = _bound(rng.upper) if rng is not None else None
+        r = DimRange(lo, lo, -1 if hi is None else hi)
+        dims.append(r)
+        decl.append(r)
+    return tuple(dims), tuple(decl)
+
+
+def find_float64(ep: ExportedProgram) -> Optional[str]:
+    """Name of the first node (with its op) that produces or holds a float64 tensor, else None."""
+    for node in ep.graph.nodes:
+        vals = node.meta.get("val")
+        vals = vals if isinstance(vals, (list, tuple)) else [vals]
+        if any(isinstance(v, torch.Tensor) and v.dtype == torch.float64 for v in vals):
+            what = node.target if node.op == "call_function" else node.op
+            return f"{node.name} ({what})"
+    return None
+
+
+def example_inputs(infos: list[TensorInfo], *, random: bool = False, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Inputs of the profile's opt shapes (random ones for validation)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for info in infos:
+        shape = [r.opt for r in info.dims]
+        dt = info.dtype
+        if not random:
+            out.append(torch.zeros(shape, dtype=dt))
+        elif dt.is_floating_point:
+            out.append(torch.randn(shape, generator=gen, dtype=torch.float32).to(dt))
+        elif dt == torch.bool:
+            out.append(torch.randint(0, 2, shape, generator=gen).bool())
+        else:
+            out.append(torch.randint(0, 4, shape, generator=gen).to(dt))
+    return tuple(out)
+
+
+class _Cast(torch.nn.Module):
+    """Run ``inner`` in a lower float precision; I/O keeps the partition's dtypes."""
+
+    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype):
+        super().__init__()
+        self.inner = inner.to(dtype)
+        self.dtype = dtype
+
+    def forward(self, *args):
+        cast = [a.to(self.dtype) if a.dtype == torch.float32 else a for a in args]
+        outs = self.inner(*cast)
+        single = not isinstance(outs, (tuple, list))
+        outs = (outs,) if single else tuple(outs)
+        outs = tuple(o.to(torch.float32) if o.dtype == self.dtype else o for o in outs)
+        return outs[0] if single else outs
+
+
+def with_precision(ep: ExportedProgram, precision: str, inputs: list[TensorInfo], profile: dict) -> ExportedProgram:
+    """fp32: ``ep`` itself. fp16/bf16: re-export with the weights and compute cast (TRT-RTX is strongly typed)."""
+    if precision == "fp32":
+        return ep
+    dtype = LOW_PRECISION[precision]
+    module = _Cast(ep.module(), dtype)
+    names = {}
+    dyn = []
+    for node, info in zip(user_input_nodes(ep), inputs):
+        spec = {}
+        for i, d in enumerate(node.meta["val"].shape):
+            expr = _sym_of(d)
+            if isinstance(expr, int):
+                continue
+            if expr not in names:
+                lo, _, hi = profile[expr]
+                names[expr] = torch.export.Dim(f"d{len(names)}", min=max(lo, 2), max=max(hi, 3))
+            spec[i] = names[expr]
+        dyn.append(spec or None)
+    # torch.export specializes sizes 0/1: give dynamic dims an example size of at least 2.
+    args = tuple(
+        torch.zeros([r.opt if r.is_static else max(2, r.opt) for r in info.dims], dtype=info.dtype) for info in inputs
+    )
+    return torch.export.export(module, args, dynamic_shapes=tuple(dyn) if names else None, strict=False)
+
+
+def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 2) -> OnnxExport:
+    import time
+
+    import onnx
+
+    profile, declared, picked = symbol_ranges(ep, max_factor)
+    inputs = []
+    for node in user_input_nodes(ep):
+        val = node.meta["val"]
+        dims, decl = _dims(val, profile, declared, ep)
+        inputs.append(TensorInfo(node.name, val.dtype, val.device, dims, decl))
+    outputs = []
+    for out in user_output_nodes(ep):
+        val = out.meta["val"] if isinstance(out, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor):
+            raise EngineBuildError(f"partition output {out} is not a tensor; TensorRT engines return tensors only")
+        dims, decl = _dims(val, profile, declared, ep)
+        outputs.append(TensorInfo(out.name, val.dtype, val.device, dims, decl))
+
+    start = time.perf_counter()
+    target = with_precision(ep, precision, inputs, profile)
+    args = example_inputs(inputs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(target, args=args, dynamo=True, external_data=False, verbose=False)
+    except Exception as exc:  # noqa: BLE001
+        raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
+    model = program.model_proto
+    seconds = time.perf_counter() - start
+
+    onnx_inputs = [i.name for i in model.graph.input]
+    onnx_outputs = [o.name for o in model.graph.output]
+    if len(onnx_inputs) != len(inputs) or len(onnx_outputs) != len(outputs):
+        raise EngineBuildError(
+            f"ONNX graph has {len(onnx_inputs)} inputs / {len(onnx_outputs)} outputs, "
+            f"the partition {len(inputs)} / {len(outputs)}"
+        )
+    for info, name in zip(inputs, onnx_inputs):
+        info.name = name
+    for info, name in zip(outputs, onnx_outputs):
+        info.name = name
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    data = model.SerializeToString()
+    onnx.checker.check_model(data if len(data) < 2**31 else model)
+    return OnnxExport(data, int(opset), inputs, outputs, picked, seconds)
+
+
+def onnx_node_origin(model_bytes: bytes, node_name: str) -> Optional[str]:
+    """The torch op an ONNX node came from (the exporter's ``pkg.torch.onnx.*`` metadata), if recorded."""
+    import onnx
+
+    model = onnx.load_from_string(model_bytes)
+    for node in model.graph.node:
+        if node.name == node_name:
+            props = {p.key: p.value for p in node.metadata_props}
+            for key in ("pkg.torch.onnx.fx_node", "pkg.torch.onnx.name_scopes", "namespace"):
+                if key in props:
+                    return props[key]
+            return None
+    return None

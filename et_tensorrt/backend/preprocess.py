@@ -1,0 +1,173 @@
+"""``EtTensorRTBackend``: ExecuTorch's AOT hook that turns one partition into a delegate blob.
+
+edge partition -> aten ExportedProgram -> ONNX (in memory) -> [onnxruntime validation] -> TensorRT engine
+(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program.
+
+When TensorRT refuses the partition and ``pass_through_build_failures`` is off, the blob carries no ENGINE
+section and the runtime runs the embedded PROGRAM with PyTorch (ExecuTorch cannot un-delegate after
+preprocess); a warning names the op.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+import time
+from typing import List
+
+import torch
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from torch.export import ExportedProgram
+
+from et_tensorrt import compile_specs as cs
+from et_tensorrt.backend import blob as blob_mod
+from et_tensorrt.backend import trt
+from et_tensorrt.backend.edge_to_aten import edge_to_aten
+from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
+from et_tensorrt.backend.onnx_export import export_onnx, find_float64
+from et_tensorrt.backend.validation import validate as validate_onnx
+from et_tensorrt.errors import EngineBuildError
+
+logger = logging.getLogger("et_tensorrt")
+
+# Optional compile specs a partitioner may add per partition for progress lines ("engine 2/5").
+PARTITION_INDEX = "et_tensorrt.partition_index"
+PARTITION_COUNT = "et_tensorrt.partition_count"
+# Optional: profile max for an unbounded dynamic dim = factor x opt (default 2).
+UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"
+
+_KNOWN = {
+    cs.EXECUTION_DEVICE,
+    cs.PRECISION,
+    cs.TARGET_ARCHS,
+    cs.VALIDATE,
+    cs.PASS_THROUGH_BUILD_FAILURES,
+    cs.WORKSPACE_BYTES,
+    PARTITION_INDEX,
+    PARTITION_COUNT,
+    UNBOUNDED_MAX_FACTOR,
+}
+
+_engine_counter = itertools.count(1)
+# Per-process counters (tests and tools read them): engines built, cache hits, host fallbacks.
+stats = {"partitions": 0, "built": 0, "cache_hits": 0, "fallbacks": 0}
+
+
+def _program_bytes(ep: ExportedProgram) -> bytes:
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    return buf.getvalue()
+
+
+def _io_entries(export) -> list:
+    entries = []
+    for role, infos, engine_dims in (
+        (blob_mod.ROLE_INPUT, export.inputs, True),
+        (blob_mod.ROLE_OUTPUT, export.outputs, True),
+    ):
+        for info in infos:
+            dev_type, dev_index = blob_mod.device_code(info.device)
+            entries.append(
+                blob_mod.IOEntry(
+                    role=role,
+                    name=info.name,
+                    dtype=blob_mod.scalar_type_code(info.dtype),
+                    dims=info.dims if engine_dims else info.declared_dims,
+                    device_type=dev_type,
+                    device_index=dev_index,
+                )
+            )
+    return entries
+
+
+class EtTensorRTBackend(BackendDetails):
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
+        options = cs.decode(compile_specs)
+        unknown = sorted(set(options) - _KNOWN)
+        if unknown:
+            logger.warning("ignoring unknown compile specs: %s", ", ".join(unknown))
+        precision = options.get(cs.PRECISION, "fp32").strip().lower()
+        if precision not in cs.PRECISIONS:
+            raise EngineBuildError(f"precision {precision!r} is not one of {cs.PRECISIONS}")
+        device = options.get(cs.EXECUTION_DEVICE, "cuda:0").strip()
+        exec_type, exec_index = blob_mod.device_code(device)
+        pass_through = cs.flag(options, cs.PASS_THROUGH_BUILD_FAILURES, True)
+        do_validate = cs.flag(options, cs.VALIDATE, False)
+        settings = BuildSettings(
+            precision=precision,
+            target_archs=parse_archs(options.get(cs.TARGET_ARCHS, "")),
+            workspace_bytes=int(options[cs.WORKSPACE_BYTES]) if options.get(cs.WORKSPACE_BYTES) else None,
+        )
+        max_factor = int(options.get(UNBOUNDED_MAX_FACTOR, "2"))
+
+        seq = next(_engine_counter)
+        label = f"engine {options.get(PARTITION_INDEX, seq)}"
+        if PARTITION_COUNT in options:
+            label += f"/{options[PARTITION_COUNT]}"
+        stats["partitions"] += 1
+        n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
+
+        aten_ep = edge_to_aten(edge_program)
+        program = _program_bytes(aten_ep)
+        metadata = {
+            "trt_flavour": trt.flavour(),
+            "trt_version": trt.version(),
+            "precision": precision,
+            "target_archs": list(settings.target_archs),
+            "execution_device": device,
+            "nodes": n_nodes,
+        }
+
+        t0 = time.perf_counter()
+        export = export_onnx(aten_ep, precision, max_factor)
+        onnx_s = time.perf_counter() - t0
+        metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
+        if export.picked_max:
+            logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
+
+        engine = None
+        try:
+            f64 = find_float64(aten_ep)
+            if f64 is not None:
+                raise EngineBuildError(
+                    f"node {f64} uses float64, which TensorRT silently narrows to float32; "
+                    "cast the model to float32 or keep this op on the host"
+                )
+            if do_validate:
+                errors = validate_onnx(aten_ep, export, precision)
+                metadata["validation_max_abs_error"] = errors
+            result = build_engine(export, settings)
+            engine = result.engine
+            metadata.update(build_seconds=round(result.seconds, 3), engine_cache_key=result.cache_key, cache_hit=result.cache_hit)
+            stats["cache_hits" if result.cache_hit else "built"] += 1
+            logger.info(
+                "%s: %d nodes, onnx %.2f s, build %.2f s%s, %d KiB",
+                label, n_nodes, onnx_s, result.seconds, " (cache hit)" if result.cache_hit else "", (len(engine) + 1023) // 1024,
+            )
+        except EngineBuildError as exc:
+            if pass_through:
+                raise EngineBuildError(f"{label}: {exc}") from exc
+            stats["fallbacks"] += 1
+            metadata["fallback_reason"] = str(exc)
+            logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
+
+        io_entries = _io_entries(export)
+        if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
+            io_entries = [
+                blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
+                for e, info in zip(io_entries, export.inputs + export.outputs)
+            ]
+        data = blob_mod.write_blob(
+            blob_mod.Blob(
+                io=io_entries,
+                program=program,
+                engine=engine,
+                metadata=metadata,
+                exec_device_type=exec_type,
+                exec_device_index=exec_index,
+            )
+        )
+        return PreprocessResult(processed_bytes=data)

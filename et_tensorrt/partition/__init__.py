@@ -1,0 +1,34 @@
+"""Partitioning for the et_tensorrt delegate: which nodes a TensorRT engine runs, and why not the rest.
+
+A node is delegated only when all four rules pass; each refusal carries a named reason
+(`report.Reason`):
+
+1. Placement. The device recorded in the node's ``meta["val"]`` (every output) and in every tensor
+   input must be the engine's device.
+   - A *placed* graph is one exported with device tensors (any non-host device in its metadata):
+     nodes the graph recorded on the host stay on the host.
+   - Exception: 0-d host tensors (Python scalars that ``to_edge`` lifts into
+     ``_lifted_tensor_constant`` on cpu, CPU scalars PyTorch lets mix with device tensors) do not
+     make their consumer host-resident; they are baked into the engine or copied.
+   - An *unplaced* graph, exported entirely on the host (ExecuTorch's usual way), is not refused
+     anything by placement: "cpu" there means "wherever the runtime puts it", and the runtime copies
+     at the delegate boundary. For the same reason a ``.to("cpu")`` of a host tensor in such a graph
+     changes no device and stays delegable.
+2. Casts. ``_to_copy`` / ``to`` / ``_to_dim_order_copy`` whose device argument moves data off the
+   engine's device are refused (a TensorRT engine cannot produce a host tensor); dtype-only casts
+   stay delegable. So no device-changing cast is ever inside a partition.
+3. Capability. The op is in ``supported_ops.SUPPORTED_OPS`` (the table the engine builder shares) and
+   every tensor it touches has a dtype TensorRT handles (no complex, no float64).
+4. User choice. The op is not in ``torch_executed_ops``.
+
+Partitions with fewer than ``min_block_size`` compute nodes are then dropped;
+``require_full_compilation=True`` raises ``PartitionError`` listing every refused node. A node kept
+off the engine only because of its device, which a device-blind partitioner would have absorbed,
+is named in a ``PlacementWarning``. Delegate output metadata is the graph's own ``meta["val"]``;
+the partitioner never rewrites it.
+"""
+
+from .partitioner import TensorRTPartitioner
+from .report import PartitionReport, Reason, explain
+
+__all__ = ["TensorRTPartitioner", "PartitionReport", "Reason", "explain"]

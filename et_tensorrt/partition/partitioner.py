@@ -1,0 +1,188 @@
+"""`TensorRTPartitioner`: tags the nodes a TensorRT engine may run, keeping every recorded device."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Dict, Iterable, List, Mapping, Optional
+
+import torch
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
+from torch.fx import Node
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, encode
+from ..errors import PartitionError, PlacementWarning
+from . import placement
+from .report import NodeDecision, PartitionReport, Reason
+from .supported_ops import NON_COMPUTE_OPS, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
+
+TAG_PREFIX = "et_tensorrt_"
+
+
+class _Accepted(OperatorSupportBase):
+    def __init__(self, names: Iterable[str]):
+        super().__init__()
+        self._names = frozenset(names)
+
+    def is_node_supported(self, submodules, node: Node) -> bool:
+        return node.name in self._names
+
+
+def _user_op_names(ops) -> frozenset:
+    """``torch_executed_ops`` entries (OpOverload, packet, edge op or string) as names."""
+    names = set()
+    for op in ops:
+        names.add(op if isinstance(op, str) else op_name(op))
+    return frozenset(names)
+
+
+class TensorRTPartitioner(Partitioner):
+    """Delegates to ``EtTensorRTBackend`` the nodes that pass placement, cast, capability and user
+    rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes.
+
+    ``compile_specs``: further backend options (``et_tensorrt.compile_specs`` keys -> value); the
+    execution device always comes from ``target_device``. The last report is kept on ``.report``.
+    """
+
+    def __init__(
+        self,
+        target_device="cuda:0",
+        min_block_size: int = 5,
+        torch_executed_ops=(),
+        require_full_compilation: bool = False,
+        compile_specs: Optional[Mapping[str, object]] = None,
+    ):
+        super().__init__()
+        if min_block_size < 1:
+            raise ValueError(f"min_block_size must be >= 1, got {min_block_size}")
+        options = dict(compile_specs or {})
+        if EXECUTION_DEVICE in options:
+            raise ValueError(f"pass the device as target_device, not as {EXECUTION_DEVICE!r}")
+        self.target_device = placement.engine_device(target_device)
+        self.min_block_size = min_block_size
+        self.torch_executed_ops = _user_op_names(torch_executed_ops)
+        self.require_full_compilation = require_full_compilation
+        options[EXECUTION_DEVICE] = str(self.target_device)
+        self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
+        self.report: Optional[PartitionReport] = None
+
+    # -- the four node rules -------------------------------------------------------------------
+
+    def _refusal(self, node: Node, placed: bool, refused: Dict[str, Reason]) -> Optional[Reason]:
+        engine = self.target_device
+        reason = placement.cast_refusal(node, engine) or placement.placement_refusal(
+            node, engine, placed
+        )
+        if reason is not None:
+            return reason
+        name = op_name(node.target)
+        if name not in SUPPORTED_OPS:
+            return Reason("unsupported-op", name)
+        if name == "operator.getitem" and node.args[0].name in refused:
+            return Reason("producer-refused", f"{node.args[0].name} stays on host")
+        for source in [node, *placement.input_nodes(node)]:
+            for t in placement.tensors(source.meta.get("val")):
+                code = dtype_refusal(t.dtype)
+                if code is not None:
+                    return Reason(code, f"{source.name} is {t.dtype}")
+        if name in self.torch_executed_ops or packet_name(name) in self.torch_executed_ops:
+            return Reason("user:torch_executed_ops", name)
+        return None
+
+    def _would_drop_device(self, node: Node, reason: Reason, placed: bool) -> bool:
+        """Refused only for its device, yet capable: a device-blind partitioner would have absorbed
+        it and returned its result on the engine's device."""
+        if reason.code not in ("cast:device-change", "device:host-output"):
+            return False
+        name = op_name(node.target)
+        if name not in SUPPORTED_OPS or name in self.torch_executed_ops:
+            return False
+        return all(
+            dtype_refusal(t.dtype) is None for t in placement.tensors(node.meta.get("val"))
+        )
+
+    # -- analysis, shared by partition() and explain() ----------------------------------------
+
+    def analyze(self, exported_program) -> PartitionReport:
+        """Decide every call node (no tagging, no warnings, no raising)."""
+        report, _ = self._analyze(exported_program)
+        return report
+
+    def _analyze(self, exported_program):
+        gm = exported_program.graph_module
+        placed = placement.is_placed(gm.graph)
+        calls: List[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
+        refused: Dict[str, Reason] = {}
+        for node in calls:  # graph order, so a getitem sees its producer's decision
+            reason = self._refusal(node, placed, refused)
+            if reason is not None:
+                refused[node.name] = reason
+        warned = tuple(
+            n.name for n in calls if n.name in refused and self._would_drop_device(n, refused[n.name], placed)
+        )
+
+        accepted = [n.name for n in calls if n.name not in refused]
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        proposals = CapabilityBasedPartitioner(
+            gm, _Accepted(accepted), allows_single_node_partition=True
+        ).propose_partitions()
+        groups = sorted(
+            (sorted(p.nodes, key=order.__getitem__) for p in proposals),
+            key=lambda nodes: order[nodes[0]],
+        )
+        tags: Dict[str, str] = {}
+        for nodes in groups:
+            size = sum(op_name(n.target) not in NON_COMPUTE_OPS for n in nodes)
+            if size < self.min_block_size:
+                for n in nodes:
+                    refused[n.name] = Reason(
+                        "min_block_size", f"partition of {size} < {self.min_block_size}"
+                    )
+                continue
+            tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
+            for n in nodes:
+                tags[n.name] = tag
+
+        decisions = [
+            NodeDecision(
+                name=n.name,
+                op=op_name(n.target),
+                devices=placement.recorded_devices(n),
+                partition=tags.get(n.name),
+                reason=None if n.name in tags else refused[n.name],
+            )
+            for n in calls
+        ]
+        report = PartitionReport(str(self.target_device), placed, decisions, warned)
+        return report, tags
+
+    # -- the ExecuTorch Partitioner interface -------------------------------------------------
+
+    def partition(self, exported_program) -> PartitionResult:
+        report, tags = self._analyze(exported_program)
+        self.report = report
+        for name in report.warned:
+            warnings.warn(
+                f"et_tensorrt: node {name!r} is kept on the host ({report.host_nodes[name]}); a "
+                f"partitioner that ignores placement would have absorbed it into the "
+                f"{report.engine_device} engine and dropped its recorded device",
+                PlacementWarning,
+                stacklevel=2,
+            )
+        if self.require_full_compilation and report.host_nodes:
+            listing = "\n".join(f"  {n}: {r}" for n, r in report.host_nodes.items())
+            raise PartitionError(
+                f"require_full_compilation=True but {len(report.host_nodes)} node(s) stay on "
+                f"the host:\n{listing}"
+            )
+        for node in exported_program.graph_module.graph.nodes:
+            node.meta.pop("delegation_tag", None)  # a re-run must not keep stale tags
+            if node.name in tags:
+                node.meta["delegation_tag"] = tags[node.name]
+        tag_constant_data(exported_program)
+        return PartitionResult(
+            tagged_exported_program=exported_program,
+            partition_tags={tag: self.delegation_spec for tag in sorted(set(tags.values()))},
+        )

@@ -1,0 +1,13 @@
+// One binder per concern; module.cpp calls each. Glue only: logic lives in extension/.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace et_tensorrt::python {
+
+// Maps the C++ error types of extension/ onto et_tensorrt.errors (imported once at module init).
+void register_error_translators(pybind11::module_& m);
+
+void bind_tensor_descriptors(pybind11::module_& m);
+
+} // namespace et_tensorrt::python

@@ -1,0 +1,76 @@
+"""Builds et_tensorrt._C with CMake against the installed torch and executorch wheels.
+
+Install with `pip install --no-build-isolation -e .` (or without -e): build isolation would compile
+against a different torch than the one that imports the extension.
+"""
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        import executorch  # namespace package: no __file__
+        import torch
+        import torch.utils.cpp_extension as cpp
+
+        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        config = "Debug" if os.environ.get("ET_TENSORRT_DEBUG") else "Release"
+        sanitize = os.environ.get("ET_TENSORRT_SANITIZE", "")
+        # A build folder in the tree (ignored by git) so that rebuilds are incremental.
+        build_dir = ROOT / "build" / f"cmake-{config}{'-' + sanitize.replace(',', '-') if sanitize else ''}"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            f"-DCMAKE_BUILD_TYPE={config}",
+            f"-DET_TENSORRT_PYTHON_INCLUDE={sysconfig.get_paths()['include']}",
+            f"-DET_TENSORRT_TORCH_INCLUDES={' '.join(cpp.include_paths())}",
+            f"-DET_TENSORRT_TORCH_LIB_DIR={cpp.library_paths()[0]}",
+            f"-DET_TENSORRT_EXECUTORCH_DIR={executorch.__path__[0]}",
+            f"-DET_TENSORRT_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}",
+            f"-DET_TENSORRT_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
+            f"-DET_TENSORRT_OUTPUT_DIR={out_dir}",
+            f"-DET_TENSORRT_SANITIZE={sanitize}",
+        ]
+        if _have("ninja"):
+            args.append("-GNinja")
+        subprocess.check_call(["cmake", str(ROOT), *args], cwd=build_dir)
+        jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
+        subprocess.check_call(["cmake", "--build", ".", "--config", config, "-j", jobs], cwd=build_dir)
+
+
+def _have(tool):
+    from shutil import which
+
+    return which(tool) is not None
+
+
+setup(
+    name="et_tensorrt",
+    version="0.1.0",
+    description="An ExecuTorch delegate for TensorRT that is honest about where every tensor lives",
+    python_requires=">=3.10",
+    packages=find_packages(include=["et_tensorrt", "et_tensorrt.*"]),
+    package_data={"et_tensorrt": ["examples/*.py"]},
+    ext_modules=[CMakeExtension("et_tensorrt._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    install_requires=["torch>=2.13,<2.15", "executorch>=1.5.1,<1.6", "numpy"],
+    extras_require={
+        "test": ["pytest>=8", "hypothesis", "tensorrt-rtx", "onnx", "onnxscript", "onnxruntime"],
+        "tensorrt": ["tensorrt"],
+    },
+    entry_points={"console_scripts": ["et-tensorrt=et_tensorrt.cli:main"]},
+    zip_safe=False,
+)

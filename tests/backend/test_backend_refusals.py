@@ -1,0 +1,112 @@
+"""Refusals: parser-rejected ops, float64, ONNX/PyTorch mismatches; host fallback without an engine."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backend_helpers import check_blob, lower, lowered, run_program  # noqa: E402
+
+from et_tensorrt import compile_specs as cs  # noqa: E402
+from et_tensorrt.backend import preprocess  # noqa: E402
+from et_tensorrt.backend.edge_to_aten import edge_to_aten  # noqa: E402
+from et_tensorrt.backend.onnx_export import export_onnx  # noqa: E402
+from et_tensorrt.backend.validation import validate  # noqa: E402
+from et_tensorrt.errors import EngineBuildError, ValidationError  # noqa: E402
+
+
+class NonZero(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0)
+
+
+class Double(torch.nn.Module):
+    def forward(self, x):
+        return (x.to(torch.float64) * 3.0).sum(dim=1)
+
+
+def _cause_chain(exc):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _find(excinfo, kind):
+    return next((e for e in _cause_chain(excinfo.value) if isinstance(e, kind)), None)
+
+
+def test_parser_rejected_op_is_named():
+    with pytest.raises(Exception) as excinfo:
+        lower(NonZero(), (torch.randn(4, 3),))
+    err = _find(excinfo, EngineBuildError)
+    assert err is not None, excinfo.value
+    assert "NonZero" in str(err)
+
+
+def test_rejected_partition_can_be_left_to_the_host(caplog):
+    before = preprocess.stats["fallbacks"]
+    with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
+        edge = lower(NonZero(), (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
+    assert preprocess.stats["fallbacks"] == before + 1
+    assert any("left to the host" in r.getMessage() and "NonZero" in r.getMessage() for r in caplog.records)
+    [(blob, partition)] = lowered(edge)
+    assert blob.engine is None
+    assert "NonZero" in blob.metadata["fallback_reason"]
+    program = check_blob(blob, partition, expect_engine=False)
+    x = torch.tensor([[1.0, -1.0, 2.0], [-3.0, 0.5, 0.0]])
+    (got,) = run_program(program, (x,))
+    torch.testing.assert_close(got, torch.nonzero(x > 0))
+    rows = blob.outputs[0].dims[0]
+    assert rows.max == -1 or rows.max >= 6  # data-dependent: unbounded or the declared bound
+    edge.to_executorch()
+
+
+def test_float64_is_refused():
+    with pytest.raises(Exception) as excinfo:
+        lower(Double(), (torch.randn(2, 3),))
+    err = _find(excinfo, EngineBuildError)
+    assert err is not None, excinfo.value
+    assert "float64" in str(err)
+
+
+def test_validation_catches_a_mismatch():
+    """ONNX of one model validated against another model's program must fail."""
+
+    class A(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2.0
+
+    class B(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2.001
+
+    x = torch.randn(3, 5)
+    ep_a = torch.export.export(A(), (x,))
+    ep_b = torch.export.export(B(), (x,))
+    onnx_a = export_onnx(ep_a)
+    assert validate(ep_a, onnx_a)  # agrees with itself
+    with pytest.raises(ValidationError, match="differs"):
+        validate(ep_b, onnx_a)
+
+
+def test_edge_to_aten_maps_dim_order_ops_back():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.int32).clone() + 1
+
+    from executorch.exir import to_edge
+
+    edge = to_edge(torch.export.export(M(), (torch.randn(2, 3),)))
+    targets = {str(n.target) for n in edge.exported_program().graph.nodes if n.op == "call_function"}
+    assert any("dim_order" in t for t in targets)
+    aten = edge_to_aten(edge.exported_program())
+    aten_targets = [n.target for n in aten.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten._to_copy.default in aten_targets
+    assert all(isinstance(t, torch._ops.OpOverload) for t in aten_targets)
+    x = torch.randn(2, 3) * 5
+    torch.testing.assert_close(aten.module()(x), M()(x))

@@ -1,0 +1,78 @@
+"""The seed bug: `.to(device="cpu", dtype=...)` on a device tensor must not be absorbed."""
+
+import torch
+
+from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, decode
+from et_tensorrt.partition import TensorRTPartitioner, explain
+from et_tensorrt.partition.placement import cast_devices
+
+
+class HostBranch(torch.nn.Module):
+    def forward(self, x):
+        counts = (x * 2.0).to(device="cpu", dtype=torch.int32)
+        index = torch.arange(0, counts.shape[0], dtype=torch.int32)
+        return torch.cat([counts, index])
+
+
+def _inputs():
+    return (torch.empty(16, device="cuda"),)
+
+
+CAST = "dim_order_ops__to_dim_order_copy_default"
+
+
+def test_only_device_side_ops_are_delegated(fake_edge, partition_recording, tagged, warned):
+    ep = fake_edge(HostBranch, _inputs)
+    partitioner = TensorRTPartitioner(min_block_size=1)
+    result, warnings = partition_recording(partitioner, ep)
+
+    # The lifted 0-d cpu constant 2.0 does not pin the mul to the host: it is baked in.
+    assert tagged(result.tagged_exported_program) == {
+        "_lifted_tensor_constant0": "et_tensorrt_0",
+        "aten_mul_tensor": "et_tensorrt_0",
+    }
+    report = partitioner.report
+    assert report.placed
+    assert report.partitions == {"et_tensorrt_0": ("aten_mul_tensor",)}
+    assert {n: r.code for n, r in report.host_nodes.items()} == {
+        CAST: "cast:device-change",
+        "aten_arange_start_step": "device:host-output",
+        "aten_cat_default": "device:host-output",
+    }
+    assert str(report.host_nodes[CAST]) == "cast:device-change (cuda:0 -> cpu)"
+    assert warned(warnings) == sorted([CAST, "aten_arange_start_step", "aten_cat_default"])
+    assert any("cast:device-change" in m and CAST in m for m in warnings)
+
+
+def test_no_device_changing_cast_inside_a_partition(fake_edge, tagged):
+    ep = fake_edge(HostBranch, _inputs)
+    result = TensorRTPartitioner(min_block_size=1)(ep)
+    names = tagged(result.tagged_exported_program)
+    casts = [n for n in ep.graph.nodes if n.op == "call_function" and cast_devices(n)]
+    assert [n.name for n in casts] == [CAST]
+    assert not any(n.name in names for n in casts)
+
+
+def test_delegation_spec_names_backend_and_device(fake_edge):
+    result = TensorRTPartitioner(target_device="cuda", min_block_size=1)(fake_edge(HostBranch, _inputs))
+    (spec,) = result.partition_tags.values()
+    assert spec.backend_id == BACKEND_ID == "EtTensorRTBackend"
+    assert decode(spec.compile_specs) == {EXECUTION_DEVICE: "cuda:0"}
+    assert all(s.key != "target_device" for s in spec.compile_specs)
+
+
+def test_default_min_block_size_drops_the_lone_mul(fake_edge):
+    result = TensorRTPartitioner()(fake_edge(HostBranch, _inputs))
+    assert result.partition_tags == {}
+    assert str(TensorRTPartitioner().analyze(fake_edge(HostBranch, _inputs)).host_nodes["aten_mul_tensor"]) == (
+        "min_block_size (partition of 1 < 5)"
+    )
+
+
+def test_explain_on_plain_export_sees_aten_to_device(fake_export):
+    report = explain(fake_export(HostBranch, _inputs), min_block_size=1)
+    # aten.to.device(mul, cpu, int32): the device is positional here.
+    assert str(report.host_nodes["to"]) == "cast:device-change (cuda:0 -> cpu)"
+    assert report.delegated["mul"] == "et_tensorrt_0"
+    assert report.host_nodes["arange"].code == "device:host-output"
+    assert report.host_nodes["cat"].code == "device:host-output"
