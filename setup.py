@@ -68,7 +68,11 @@ setup(
     cmdclass={"build_ext": CMakeBuild},
     install_requires=["torch>=2.13,<2.15", "executorch>=1.5.1,<1.6", "numpy"],
     extras_require={
-        "test": ["pytest>=8", "hypothesis", "tensorrt-rtx", "onnx", "onnxscript", "onnxruntime"],
+        "test": [
+            "pytest>=8", "hypothesis", "tensorrt-rtx", "onnx", "onnxscript", "onnxruntime",
+            # ExecuTorch's backend conformance suite (the CI slice): parallel runs, reports, per-test limits
+            "pytest-xdist", "pytest-json-report", "pytest-timeout",
+        ],
         "tensorrt": ["tensorrt"],
     },
     entry_points={"console_scripts": ["et-tensorrt=et_tensorrt.cli:main"]},

@@ -18,10 +18,17 @@ from .errors import (
     PartitionError,
     PlacementError,
     PlacementWarning,
+    RunnerError,
     UnsupportedDeviceError,
     UnsupportedDtypeError,
     ValidationError,
 )
+
+# One backend registry: libexecutorch.so's, which ExecuTorch's own Python runtime uses too.
+if not _C.register_backend():
+    import warnings
+
+    warnings.warn("et_tensorrt: another library already registered the backend id 'EtTensorRTBackend'")
 
 # name -> module that defines it; imported on first access (PEP 562) to keep `import et_tensorrt` light.
 _LAZY = {
@@ -29,6 +36,9 @@ _LAZY = {
     "PartitionReport": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
+    "lower": ".lowering",
+    "save": ".lowering",
+    "Runner": ".runtime.runner",
 }
 
 __all__ = [
@@ -39,6 +49,7 @@ __all__ = [
     "PartitionError",
     "PlacementError",
     "PlacementWarning",
+    "RunnerError",
     "TensorDescriptor",
     "UnsupportedDeviceError",
     "UnsupportedDtypeError",

@@ -22,6 +22,10 @@ TARGET_ARCHS = "et_tensorrt.target_archs"  # b"sm80,sm86" (TensorRT-RTX ahead-of
 VALIDATE = "et_tensorrt.validate"  # b"1" | b"0": check the ONNX with onnxruntime against PyTorch
 PASS_THROUGH_BUILD_FAILURES = "et_tensorrt.pass_through_build_failures"  # b"1" | b"0"
 WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
+UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
+# Set by the partitioner per partition, for build progress lines ("engine 2/5").
+PARTITION_INDEX = "et_tensorrt.partition_index"
+PARTITION_COUNT = "et_tensorrt.partition_count"
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 

@@ -37,5 +37,9 @@ class PlacementError(RuntimeError):
     """The delegate cannot place an input or output (dtype, shape or device it cannot take)."""
 
 
+class RunnerError(RuntimeError):
+    """ExecuTorch could not load or run a program; the message carries the delegate's own error."""
+
+
 class PlacementWarning(UserWarning):
     """A node's device would otherwise have been dropped (it is kept on the host instead)."""

@@ -1,6 +1,10 @@
 #include <pybind11/pybind11.h>
 
 #include "../extension/tensor/errors.h"
+#include "../extension/runner/program_runner.h"
+#include "../extension/tensorrt/delegate_blob.h"
+#include "../extension/tensorrt/delegate_executor.h"
+#include "../extension/tensorrt/placement_plan.h"
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -21,6 +25,14 @@ void register_error_translators(py::module_& m) {
       PyErr_SetString(errors.attr("LayoutError").ptr(), e.what());
     } catch (const UnsupportedDtypeError& e) {
       PyErr_SetString(errors.attr("UnsupportedDtypeError").ptr(), e.what());
+    } catch (const BlobFormatError& e) {
+      PyErr_SetString(errors.attr("BlobFormatError").ptr(), e.what());
+    } catch (const PlacementRejected& e) {
+      PyErr_SetString(errors.attr("PlacementError").ptr(), e.what());
+    } catch (const PlacementCountError& e) {
+      PyErr_SetString(errors.attr("PlacementError").ptr(), e.what());
+    } catch (const RunnerError& e) {
+      PyErr_SetString(errors.attr("RunnerError").ptr(), e.what());
     }
   });
 }

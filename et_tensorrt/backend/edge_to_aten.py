@@ -55,6 +55,24 @@ def _rewrite_node(node: torch.fx.Node) -> None:
         node.target = target._op
 
 
+def _used_ranges(gm: torch.fx.GraphModule, ranges: dict) -> dict:
+    """Range constraints of the symbols the graph still uses (ExecuTorch's passes leave stale unbacked ones)."""
+    used = set()
+    for node in gm.graph.nodes:
+        vals = node.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else [vals]:
+            if isinstance(v, torch.Tensor):
+                sizes = list(v.shape)
+            elif isinstance(v, torch.SymInt):
+                sizes = [v]
+            else:
+                continue
+            for s in sizes:
+                if isinstance(s, torch.SymInt):
+                    used |= s.node.expr.free_symbols
+    return {k: v for k, v in ranges.items() if k in used}
+
+
 def edge_to_aten(edge_program: ExportedProgram) -> ExportedProgram:
     """An aten ``ExportedProgram`` computing what ``edge_program`` computes (the input is not modified)."""
     gm = copy.deepcopy(edge_program.graph_module)
@@ -68,7 +86,7 @@ def edge_to_aten(edge_program: ExportedProgram) -> ExportedProgram:
         graph=gm.graph,
         graph_signature=copy.deepcopy(edge_program.graph_signature),
         state_dict=dict(edge_program.state_dict),
-        range_constraints=dict(edge_program.range_constraints),
+        range_constraints=_used_ranges(gm, edge_program.range_constraints),
         module_call_graph=copy.deepcopy(edge_program.module_call_graph),
         constants=dict(edge_program.constants),
     )

@@ -173,12 +173,33 @@ def example_inputs(infos: list[TensorInfo], *, random: bool = False, seed: int =
 class _Cast(torch.nn.Module):
     """Run ``inner`` in a lower float precision; I/O keeps the partition's dtypes."""
 
-    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype):
+    def __init__(self, inner: torch.nn.Module, dtype: Optional[torch.dtype]):
         super().__init__()
-        self.inner = inner.to(dtype)
+        if dtype is not None:  # ep.module() shares its parameters with the program: cast a copy
+            import copy
+
+            inner = copy.deepcopy(inner).to(dtype)
+        self.inner = inner
         self.dtype = dtype
+        if dtype is not None and isinstance(inner, torch.fx.GraphModule):
+            # Lifted constants come back as plain tensor attributes, which Module.to() does not touch.
+            for node in inner.graph.nodes:
+                if node.op != "get_attr":
+                    continue
+                owner, _, attr = node.target.rpartition(".")
+                mod = inner.get_submodule(owner) if owner else inner
+                value = getattr(mod, attr, None)
+                if isinstance(value, torch.Tensor) and value.dtype == torch.float32 and not isinstance(
+                    value, torch.nn.Parameter
+                ):
+                    if attr in mod._buffers:
+                        mod._buffers[attr] = value.to(dtype)
+                    else:
+                        setattr(mod, attr, value.to(dtype))
 
     def forward(self, *args):
+        if self.dtype is None:
+            return self.inner(*args)
         cast = [a.to(self.dtype) if a.dtype == torch.float32 else a for a in args]
         outs = self.inner(*cast)
         single = not isinstance(outs, (tuple, list))
@@ -187,12 +208,14 @@ class _Cast(torch.nn.Module):
         return outs[0] if single else outs
 
 
-def with_precision(ep: ExportedProgram, precision: str, inputs: list[TensorInfo], profile: dict) -> ExportedProgram:
-    """fp32: ``ep`` itself. fp16/bf16: re-export with the weights and compute cast (TRT-RTX is strongly typed)."""
-    if precision == "fp32":
+def with_precision(
+    ep: ExportedProgram, precision: str, inputs: list[TensorInfo], profile: dict, retrace: bool = False
+) -> ExportedProgram:
+    """fp32: ``ep`` itself (re-traced when ``retrace``). fp16/bf16: re-export with the weights and compute
+    cast (TRT-RTX is strongly typed, so the ONNX tensor types decide the engine's precision)."""
+    if precision == "fp32" and not retrace:
         return ep
-    dtype = LOW_PRECISION[precision]
-    module = _Cast(ep.module(), dtype)
+    module = _Cast(ep.module(), LOW_PRECISION.get(precision))
     names = {}
     dyn = []
     for node, info in zip(user_input_nodes(ep), inputs):
@@ -233,14 +256,22 @@ def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 
         outputs.append(TensorInfo(out.name, val.dtype, val.device, dims, decl))
 
     start = time.perf_counter()
-    target = with_precision(ep, precision, inputs, profile)
     args = example_inputs(inputs)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            program = torch.onnx.export(target, args=args, dynamo=True, external_data=False, verbose=False)
-    except Exception as exc:  # noqa: BLE001
-        raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
+    program = None
+    for retrace in (False, True):
+        # A partition program carried through ExecuTorch's passes can hold stale unbacked-symbol
+        # bookkeeping (data-dependent ops such as nonzero) that the exporter's re-decomposition trips on;
+        # re-tracing it with torch.export gives a clean program computing the same thing.
+        try:
+            target = with_precision(ep, precision, inputs, profile, retrace=retrace)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = torch.onnx.export(target, args=args, dynamo=True, external_data=False, verbose=False)
+            break
+        except Exception as exc:  # noqa: BLE001
+            if retrace or precision != "fp32":
+                raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
+            logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
     model = program.model_proto
     seconds = time.perf_counter() - start
 

@@ -32,11 +32,9 @@ from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
 
-# Optional compile specs a partitioner may add per partition for progress lines ("engine 2/5").
-PARTITION_INDEX = "et_tensorrt.partition_index"
-PARTITION_COUNT = "et_tensorrt.partition_count"
-# Optional: profile max for an unbounded dynamic dim = factor x opt (default 2).
-UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"
+PARTITION_INDEX = cs.PARTITION_INDEX
+PARTITION_COUNT = cs.PARTITION_COUNT
+UNBOUNDED_MAX_FACTOR = cs.UNBOUNDED_MAX_FACTOR
 
 _KNOWN = {
     cs.EXECUTION_DEVICE,

@@ -12,7 +12,7 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, encode
+from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
 from . import placement
 from .report import NodeDecision, PartitionReport, Reason
@@ -182,7 +182,16 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
-        return PartitionResult(
-            tagged_exported_program=exported_program,
-            partition_tags={tag: self.delegation_spec for tag in sorted(set(tags.values()))},
-        )
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=self._specs(tags))
+
+    def _specs(self, tags: Dict[str, str]) -> Dict[str, DelegationSpec]:
+        """One DelegationSpec per partition: the shared options plus "engine i/n" for build progress."""
+        ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
+        return {
+            tag: DelegationSpec(
+                BACKEND_ID,
+                self.delegation_spec.compile_specs
+                + encode({PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
+            )
+            for i, tag in enumerate(ordered, 1)
+        }

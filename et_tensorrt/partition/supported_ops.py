@@ -54,7 +54,6 @@ _SHAPE = (
     "aten.split_with_sizes_copy.default", "aten.index_select.default", "aten.gather.default",
     "aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.alias_copy.default",
     "aten.flatten.using_ints",
-    "aten.sym_size.int",  # a shape query; ONNX Shape inside the engine
 )
 # Casts. Device-changing ones are refused by the placement rule, not by this table.
 _CASTS = (
@@ -67,8 +66,13 @@ _FACTORIES = (
     "aten.full_like.default", "aten.zeros.default", "aten.zeros_like.default", "aten.ones.default",
     "aten.ones_like.default", "aten.scalar_tensor.default",
 )
-# Graph plumbing that computes nothing (not counted toward min_block_size).
-NON_COMPUTE_OPS = frozenset({"operator.getitem", "aten._assert_tensor_metadata.default"})
+# Graph plumbing that computes nothing: delegable, but not counted toward min_block_size, so a
+# partition of plumbing alone (e.g. a lone shape query) is always dropped.
+NON_COMPUTE_OPS = frozenset({
+    "operator.getitem",
+    "aten._assert_tensor_metadata.default",
+    "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
+})
 
 SUPPORTED_OPS = frozenset(
     _ELEMENTWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES

@@ -1,8 +1,8 @@
 #include "dense_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
-#include <numeric>
 #include <string>
 
 #include "errors.h"
@@ -27,11 +27,7 @@ int32_t narrow(int64_t value, const char* what, size_t dim) {
 
 } // namespace
 
-DenseLayout dense_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  const size_t dims = sizes.size();
-  if (strides.size() != dims) {
-    throw LayoutError("sizes and strides have different ranks");
-  }
+DenseLayout dense_layout(const int64_t* sizes, const int64_t* strides, size_t dims) {
   if (dims > kMaxDims) {
     throw LayoutError("rank " + std::to_string(dims) + " exceeds ExecuTorch's limit of 16 dims");
   }
@@ -46,17 +42,23 @@ DenseLayout dense_layout(const std::vector<int64_t>& sizes, const std::vector<in
     empty = empty || sizes[d] == 0;
   }
 
-  // Outermost first: larger stride first; ties keep the logical order (stable sort).
-  std::vector<size_t> order(dims);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  // Outermost first: larger stride first; ties keep the logical order. Insertion sort: rank <= 16 and
+  // usually already sorted (contiguous), where it is a single pass.
+  std::array<size_t, kMaxDims> order;
+  for (size_t d = 0; d < dims; ++d) {
+    size_t i = d;
+    for (; i > 0 && strides[order[i - 1]] < strides[d]; --i) {
+      order[i] = order[i - 1];
+    }
+    order[i] = d;
+  }
 
   if (!empty) {
     // Walk innermost to outermost: every dim that addresses more than one element must step exactly
     // over the block of elements inside it.
     int64_t expected = 1;
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const size_t d = *it;
+    for (size_t k = dims; k-- > 0;) {
+      const size_t d = order[k];
       if (sizes[d] == 1) {
         continue;
       }
@@ -86,9 +88,9 @@ DenseLayout dense_layout(const std::vector<int64_t>& sizes, const std::vector<in
   }
   // ExecuTorch's rule (dim_order_to_stride): innermost stride 1, a size-0 dim multiplies by 1.
   int64_t stride = 1;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    layout.strides[*it] = narrow(stride, "stride", *it);
-    stride *= std::max<int64_t>(sizes[*it], 1);
+  for (size_t k = dims; k-- > 0;) {
+    layout.strides[order[k]] = narrow(stride, "stride", order[k]);
+    stride *= std::max<int64_t>(sizes[order[k]], 1);
   }
   return layout;
 }

@@ -4,6 +4,7 @@
 // process on anything else, so callers validate here first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct DenseLayout {
 // Validates (sizes, strides) and returns the dim order and ExecuTorch strides that address the same
 // elements. Strides of size-1 dims (which address nothing) come back normalized, and an empty tensor
 // gets the dim order its strides suggest. Throws LayoutError naming the offending dim and what to do.
-DenseLayout dense_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+// Views, not vectors: callers pass torch's or ExecuTorch's arrays without copying them.
+DenseLayout dense_layout(const int64_t* sizes, const int64_t* strides, size_t dims);
 
 } // namespace et_tensorrt

@@ -31,7 +31,7 @@ TensorPtr make_descriptor(const at::Tensor& tensor) {
   // Validate everything before calling ExecuTorch, which aborts the process on bad strides.
   const EtDevice device = torch_to_executorch_device(tensor.device());
   const EtScalarType dtype = torch_to_executorch_dtype(tensor.scalar_type());
-  DenseLayout layout = dense_layout(tensor.sizes().vec(), tensor.strides().vec());
+  DenseLayout layout = dense_layout(tensor.sizes().data(), tensor.strides().data(), tensor.dim());
 
   return executorch::extension::make_tensor_ptr(
       std::move(layout.sizes),

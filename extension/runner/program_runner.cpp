@@ -1,0 +1,126 @@
+#include "program_runner.h"
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+
+#include <ATen/ATen.h>
+
+#include "../tensor/device_translation.h"
+#include "../tensor/dtype_translation.h"
+#include "../tensor/tensor_descriptor.h"
+#include "../tensorrt/delegate_executor.h"
+
+namespace et_tensorrt {
+namespace {
+
+using executorch::extension::Module;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+
+[[noreturn]] void fail(const std::string& what, Error err) {
+  std::string msg = what + " (ExecuTorch error " + std::to_string(static_cast<int>(err)) + ")";
+  const std::string delegate = last_delegate_error();
+  if (!delegate.empty()) msg += ": " + delegate;
+  throw RunnerError(msg);
+}
+
+at::Tensor copy_out(const executorch::aten::Tensor& t) {
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  auto options = at::TensorOptions()
+                     .dtype(executorch_to_torch_dtype(t.scalar_type()))
+                     .device(executorch_to_torch_device(t.device()));
+  // ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
+  return at::from_blob(const_cast<void*>(t.const_data_ptr()), sizes, strides, options).clone();
+}
+
+} // namespace
+
+std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path) {
+  std::unique_ptr<ProgramRunner> r(new ProgramRunner());
+  r->module_ = std::make_unique<Module>(path, Module::LoadMode::File);
+  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program " + path, err);
+  return r;
+}
+
+std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes) {
+  std::unique_ptr<ProgramRunner> r(new ProgramRunner());
+  r->bytes_ = std::move(bytes);
+  r->module_ = std::make_unique<Module>(
+      std::make_unique<executorch::extension::BufferDataLoader>(r->bytes_.data(), r->bytes_.size()));
+  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program from bytes", err);
+  return r;
+}
+
+std::vector<std::string> ProgramRunner::method_names() {
+  auto names = module_->method_names();
+  if (!names.ok()) fail("cannot list methods", names.error());
+  return {names->begin(), names->end()};
+}
+
+void ProgramRunner::ensure_loaded(const std::string& method) {
+  if (module_->is_method_loaded(method)) return;
+  set_last_delegate_error("");
+  if (const Error err = module_->load_method(method); err != Error::Ok) {
+    fail("cannot load method '" + method + "'", err);
+  }
+}
+
+size_t ProgramRunner::num_inputs(const std::string& method) {
+  ensure_loaded(method);
+  auto meta = module_->method_meta(method);
+  if (!meta.ok()) fail("no metadata for method '" + method + "'", meta.error());
+  return meta->num_inputs();
+}
+
+std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs, const std::string& method,
+                                           const std::optional<std::vector<at::Tensor>>& outputs,
+                                           std::vector<bool>* outputs_written_in_place) {
+  ensure_loaded(method);
+  const size_t expected = num_inputs(method);
+  if (inputs.size() != expected) {
+    throw std::invalid_argument("method '" + method + "' takes " + std::to_string(expected) + " inputs, got " +
+                                std::to_string(inputs.size()));
+  }
+  // Descriptors own references to the caller's tensors for the whole call.
+  std::vector<TensorPtr> descriptors;
+  std::vector<EValue> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    descriptors.push_back(describe_input(inputs[i], i, method));
+    values.emplace_back(*descriptors.back());
+  }
+  std::vector<TensorPtr> out_descriptors;
+  std::vector<bool> in_place;
+  if (outputs) {
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      out_descriptors.push_back(make_descriptor((*outputs)[i]));
+      // Succeeds only for outputs the program left unplanned; otherwise we copy after execution.
+      in_place.push_back(module_->set_output(method, EValue(*out_descriptors.back()), i) == Error::Ok);
+    }
+  }
+  set_last_delegate_error("");
+  auto result = module_->execute(method, values);
+  if (!result.ok()) fail("method '" + method + "' failed", result.error());
+
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < result->size(); ++i) {
+    const EValue& v = (*result)[i];
+    if (!v.isTensor()) {
+      throw RunnerError("output " + std::to_string(i) + " of method '" + method + "' is not a tensor");
+    }
+    if (outputs && i < outputs->size()) {
+      at::Tensor target = (*outputs)[i];
+      if (!in_place[i]) {
+        target.copy_(copy_out(v.toTensor()));
+      }
+      out.push_back(target);
+    } else {
+      out.push_back(copy_out(v.toTensor()));
+      in_place.push_back(false);
+    }
+  }
+  if (outputs_written_in_place) *outputs_written_in_place = in_place;
+  return out;
+}
+
+} // namespace et_tensorrt

@@ -1,0 +1,44 @@
+// Runs an ExecuTorch program (.pte) through ExecuTorch's C++ Module / Method, with inputs described
+// by our descriptors (their real devices included) and, optionally, caller-owned output memory
+// (Method::set_output_data_ptr), so a GPU-activation program can keep its I/O on the GPU.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <executorch/extension/module/module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace et_tensorrt {
+
+struct RunnerError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class ProgramRunner {
+ public:
+  // From a file path, or from program bytes (copied and owned by the runner).
+  static std::unique_ptr<ProgramRunner> from_file(const std::string& path);
+  static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes);
+
+  std::vector<std::string> method_names();
+  size_t num_inputs(const std::string& method);
+
+  // Outputs come back as torch tensors: the caller's `outputs` where given (written in place when the
+  // program left that output unplanned, else copied into), otherwise fresh copies of ExecuTorch's.
+  // `outputs_written_in_place` reports which outputs needed no copy.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, const std::string& method,
+                              const std::optional<std::vector<at::Tensor>>& outputs,
+                              std::vector<bool>* outputs_written_in_place);
+
+ private:
+  ProgramRunner() = default;
+  void ensure_loaded(const std::string& method);
+
+  std::string bytes_;  // program bytes when built from memory; must outlive module_
+  std::unique_ptr<executorch::extension::Module> module_;
+};
+
+} // namespace et_tensorrt

@@ -1,0 +1,79 @@
+// The placement plan: for every delegate input and output, share the caller's memory, copy it, or
+// reject it — decided from the ExecuTorch tensor descriptor (device label, dtype, sizes, dim order)
+// against the partition's I/O table and the device the executor runs on. Pure: computing a plan moves
+// no data, so every (descriptor device, execution device) pair can be tested without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
+
+#include "delegate_blob.h"
+
+namespace et_tensorrt {
+
+enum class Placement : uint8_t {
+  Share,               // bind the caller's pointer: zero copy
+  CopyHostToDevice,    // into a delegate-owned staging buffer on the execution device
+  CopyDeviceToDevice,  // across GPU indices
+  CopyDeviceToHost,    // results written on the device, returned into host memory ExecuTorch planned
+  CopyLayout,          // same device, but a layout (dim order) the engine cannot read in place
+  CopyResult,          // the executor allocates its own results (PyTorch executor); copied into place
+  Reject,
+};
+
+const char* placement_name(Placement p);
+
+// What the plan needs to know about one ExecuTorch tensor (read from its descriptor, never guessed).
+struct TensorView {
+  EtDevice device{EtDeviceType::CPU, 0};
+  EtScalarType dtype = EtScalarType::Float;
+  std::vector<int64_t> sizes;
+  bool contiguous = true;  // dim order is the identity
+  size_t nbytes = 0;
+  const void* data = nullptr;
+  std::string label_note;  // set when the pointer check corrected the label (see pointer_check.h)
+};
+
+// Reads a TensorView from an ExecuTorch tensor's own descriptor.
+TensorView tensor_view(const executorch::aten::Tensor& t);
+
+struct TensorPlacement {
+  IoRole role = IoRole::Input;
+  size_t index = 0;
+  Placement action = Placement::Share;
+  EtDevice from{EtDeviceType::CPU, 0};
+  EtDevice to{EtDeviceType::CPU, 0};
+  size_t bytes = 0;     // bytes this entry copies per call (0 when shared)
+  uintptr_t address = 0;  // the caller's pointer the delegate saw (proves zero copy when shared)
+  std::string reason;   // why it is copied or rejected; empty for share
+};
+
+struct PlacementPlan {
+  EtDevice execution_device{EtDeviceType::CPU, 0};
+  std::string executor;  // "tensorrt" or "pytorch"
+  std::vector<TensorPlacement> inputs;
+  std::vector<TensorPlacement> outputs;
+
+  size_t bytes_copied() const;
+  bool ok() const;                      // nothing rejected
+  std::string rejection_message() const;  // every rejection, one per line
+  std::string repr() const;
+};
+
+// `executor_writes_in_place`: the executor can write into caller-provided output memory (TensorRT).
+// Throws PlacementCountError when the argument counts do not match the I/O table.
+PlacementPlan plan_placement(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+                             const DelegateBlob& blob, EtDevice execution_device, const std::string& executor,
+                             bool executor_writes_in_place);
+
+struct PlacementCountError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+std::string device_str(EtDevice device);
+
+} // namespace et_tensorrt

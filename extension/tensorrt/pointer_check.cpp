@@ -1,0 +1,47 @@
+#include "pointer_check.h"
+
+#include <dlfcn.h>
+
+namespace et_tensorrt {
+namespace {
+
+// The two driver entry points we need, typed by hand so no CUDA headers are required to build.
+using CuPointerGetAttribute = int (*)(void* data, int attribute, unsigned long long ptr);
+constexpr int kAttrMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr int kAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr int kInvalidValue = 1;          // CUDA_ERROR_INVALID_VALUE
+constexpr unsigned kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
+
+CuPointerGetAttribute driver_entry() {
+  static CuPointerGetAttribute entry = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute")) : nullptr;
+  }();
+  return entry;
+}
+
+} // namespace
+
+PointerResidence pointer_residence(const void* ptr) {
+  CuPointerGetAttribute get = driver_entry();
+  if (get == nullptr || ptr == nullptr) {
+    return {};
+  }
+  unsigned memory_type = 0;
+  const int status = get(&memory_type, kAttrMemoryType, reinterpret_cast<unsigned long long>(ptr));
+  if (status == kInvalidValue) {
+    // Pageable host memory is unknown to the driver: CUDA_ERROR_INVALID_VALUE means host.
+    return {PointerResidence::Host, 0};
+  }
+  if (status != 0) {
+    return {};  // e.g. the driver is not initialized: no answer, keep the label
+  }
+  if (memory_type == kMemoryTypeDevice || memory_type == kMemoryTypeUnified) {
+    int ordinal = 0;
+    get(&ordinal, kAttrDeviceOrdinal, reinterpret_cast<unsigned long long>(ptr));
+    return {PointerResidence::Device, ordinal};
+  }
+  return {memory_type == kMemoryTypeHost ? PointerResidence::Host : PointerResidence::Unknown, 0};
+}
+
+} // namespace et_tensorrt

@@ -1,0 +1,88 @@
+// Registry glue only: init parses the blob and builds the executor, execute binds and runs, destroy
+// frees. No exception ever leaves these functions: ExecuTorch gets an Error and the message is logged
+// and kept for the Python caller (last_delegate_error).
+#include "tensorrt_backend.h"
+
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/platform/log.h>
+
+#include <exception>
+#include <string>
+
+#include "delegate_executor.h"
+
+namespace et_tensorrt {
+namespace {
+
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+Error report(const char* stage, const std::string& what, Error code) {
+  set_last_delegate_error(std::string(kBackendId) + " " + stage + ": " + what);
+  ET_LOG(Error, "%s %s: %s", kBackendId, stage, what.c_str());
+  return code;
+}
+
+class TensorRTBackend final : public executorch::runtime::BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec>) const override {
+    try {
+      auto* delegate = new DelegateExecutor(processed->data(), processed->size());
+      processed->Free();  // the delegate keeps its own copy of the blob
+      return delegate;
+    } catch (const BlobFormatError& e) {
+      return report("init", e.what(), Error::DelegateInvalidCompatibility);
+    } catch (const std::exception& e) {
+      return report("init", e.what(), Error::Internal);
+    } catch (...) {
+      return report("init", "unknown exception", Error::Internal);
+    }
+  }
+
+  Error execute(BackendExecutionContext&, DelegateHandle* handle, Span<EValue*> args) const override {
+    try {
+      static_cast<DelegateExecutor*>(handle)->execute(args);
+      return Error::Ok;
+    } catch (const PlacementRejected& e) {
+      return report("execute", e.what(), Error::InvalidArgument);
+    } catch (const PlacementCountError& e) {
+      return report("execute", e.what(), Error::InvalidArgument);
+    } catch (const std::exception& e) {
+      return report("execute", e.what(), Error::Internal);
+    } catch (...) {
+      return report("execute", "unknown exception", Error::Internal);
+    }
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    try {
+      delete static_cast<DelegateExecutor*>(handle);
+    } catch (...) {
+      ET_LOG(Error, "%s destroy: exception while releasing a delegate", kBackendId);
+    }
+  }
+};
+
+} // namespace
+
+bool register_tensorrt_backend() {
+  static TensorRTBackend backend;
+  static const bool registered = [] {
+    const Error err = executorch::runtime::register_backend({kBackendId, &backend});
+    return err == Error::Ok;
+  }();
+  return registered;
+}
+
+} // namespace et_tensorrt

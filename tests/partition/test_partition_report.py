@@ -1,0 +1,58 @@
+"""explain() and PartitionReport: per-node decisions, no side effects, a readable table."""
+
+import warnings
+
+import torch
+
+from et_tensorrt.partition import PartitionReport, TensorRTPartitioner, explain
+
+
+class HostBranch(torch.nn.Module):
+    def forward(self, x):
+        counts = (x * 2.0).to(device="cpu", dtype=torch.int32)
+        return torch.cat([counts, torch.arange(0, counts.shape[0], dtype=torch.int32)])
+
+
+def _inputs():
+    return (torch.empty(16, device="cuda"),)
+
+
+def test_explain_has_no_side_effects(fake_edge):
+    ep = fake_edge(HostBranch, _inputs)
+    for node in ep.graph.nodes:
+        node.meta.pop("delegation_tag", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # explain must not warn
+        report = explain(ep, min_block_size=1)
+    assert isinstance(report, PartitionReport)
+    assert not any("delegation_tag" in n.meta for n in ep.graph.nodes)
+    assert report.warned == (
+        "dim_order_ops__to_dim_order_copy_default", "aten_arange_start_step", "aten_cat_default",
+    )
+    calls = [n.name for n in ep.graph.nodes if n.op == "call_function"]
+    assert [d.name for d in report.nodes] == calls  # every call node, in graph order
+    assert set(report.delegated) | set(report.host_nodes) == set(calls)
+
+
+def test_table_is_compact_and_complete(fake_edge):
+    text = str(explain(fake_edge(HostBranch, _inputs), min_block_size=1))
+    lines = text.splitlines()
+    assert lines[0] == "et_tensorrt partition report: engine cuda:0, graph placed"
+    assert lines[1] == "1 partition(s), 1 node(s) delegated, 3 kept on host"
+    assert lines[2].split() == ["node", "op", "device", "decision"]
+    assert set(lines[3]) <= {"-", " "}
+    rows = {line.split()[0]: line for line in lines[4:]}
+    assert rows["aten_mul_tensor"].split()[1:] == ["aten.mul.Tensor", "cuda:0", "et_tensorrt_0"]
+    assert rows["dim_order_ops__to_dim_order_copy_default"].endswith(
+        "cpu     host: cast:device-change (cuda:0 -> cpu)"
+    )
+    assert len(lines) == 4 + 4 and max(len(line) for line in lines) < 160
+
+
+def test_partitioner_keeps_last_report(fake_edge):
+    partitioner = TensorRTPartitioner(min_block_size=1)
+    assert partitioner.report is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        partitioner(fake_edge(HostBranch, _inputs))
+    assert partitioner.report.delegated == {"aten_mul_tensor": "et_tensorrt_0"}
