@@ -52,7 +52,19 @@ def _rewrite_node(node: torch.fx.Node) -> None:
         node.target = torch.ops.aten.clone.default
         node.kwargs = kwargs
     elif hasattr(target, "_op") and isinstance(target._op, torch._ops.OpOverload):
-        node.target = target._op
+        node.target = _view_op(target._op)
+
+
+def _view_op(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """``aten.select_copy.int`` -> ``aten.select.int``: edge's functional ``*_copy`` view ops back to the view
+    ops the ONNX exporter converts (several ``*_copy`` variants have no ONNX function). Same values: the
+    partition is functional, so no view is ever written through."""
+    packet = op._schema.name.split("::")[-1]
+    if not packet.endswith("_copy") or packet == "_to_copy":
+        return op
+    view_packet = getattr(torch.ops.aten, packet[: -len("_copy")], None)
+    view = getattr(view_packet, op._overloadname, None) if view_packet is not None else None
+    return view if isinstance(view, torch._ops.OpOverload) else op
 
 
 def _used_ranges(gm: torch.fx.GraphModule, ranges: dict) -> dict:

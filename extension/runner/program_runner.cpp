@@ -7,6 +7,7 @@
 
 #include "../tensor/device_translation.h"
 #include "../tensor/dtype_translation.h"
+#include "../tensor/errors.h"
 #include "../tensor/tensor_descriptor.h"
 #include "../tensorrt/delegate_executor.h"
 
@@ -32,6 +33,43 @@ at::Tensor copy_out(const executorch::aten::Tensor& t) {
                      .device(executorch_to_torch_device(t.device()));
   // ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
   return at::from_blob(const_cast<void*>(t.const_data_ptr()), sizes, strides, options).clone();
+}
+
+template <typename T>
+std::string tuple_str(executorch::runtime::Span<const T> values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + (values.size() == 1 ? ",)" : ")");
+}
+
+template <typename T>
+std::string tuple_str(executorch::aten::ArrayRef<T> values) {
+  return tuple_str(executorch::runtime::Span<const T>(values.data(), values.size()));
+}
+
+// ExecuTorch's Method::set_input checks dtype and sizes only loosely and never the dim order: a
+// transposed input would be read as row-major. Check all three against the program, by name.
+void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info,
+                           size_t index, const std::string& method) {
+  const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
+  if (t.scalar_type() != info.scalar_type()) {
+    throw UnsupportedDtypeError(where + " has dtype " + c10::toString(executorch_to_torch_dtype(t.scalar_type())) +
+                                " but the program takes " + c10::toString(executorch_to_torch_dtype(info.scalar_type())));
+  }
+  const auto sizes = info.sizes();
+  bool fits = static_cast<size_t>(t.dim()) == sizes.size();
+  for (size_t d = 0; fits && d < sizes.size(); ++d) fits = t.size(d) <= sizes[d];
+  if (!fits) {
+    throw std::invalid_argument(where + " has shape " + tuple_str(t.sizes()) + " but the program takes at most " +
+                                tuple_str(sizes));
+  }
+  const auto order = info.dim_order();
+  bool same_order = order.size() == t.dim_order().size();
+  for (size_t d = 0; same_order && d < order.size(); ++d) same_order = order[d] == t.dim_order()[d];
+  if (!same_order) {
+    throw LayoutError(where + " has dim order " + tuple_str(t.dim_order()) + " but the program reads dim order " +
+                      tuple_str(order) + "; pass .contiguous() (or the memory_format the program was exported with)");
+  }
 }
 
 } // namespace
@@ -85,8 +123,13 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
   // Descriptors own references to the caller's tensors for the whole call.
   std::vector<TensorPtr> descriptors;
   std::vector<EValue> values;
+  auto meta = module_->method_meta(method);
+  if (!meta.ok()) fail("no metadata for method '" + method + "'", meta.error());
   for (size_t i = 0; i < inputs.size(); ++i) {
     descriptors.push_back(describe_input(inputs[i], i, method));
+    if (auto info = meta->input_tensor_meta(i); info.ok()) {
+      check_against_program(*descriptors.back(), *info, i, method);
+    }
     values.emplace_back(*descriptors.back());
   }
   std::vector<TensorPtr> out_descriptors;

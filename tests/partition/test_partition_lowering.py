@@ -8,7 +8,7 @@ from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 from et_tensorrt.backend import EtTensorRTBackend
-from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, decode
+from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
 from et_tensorrt.partition import TensorRTPartitioner
 
 
@@ -25,7 +25,11 @@ def _check(edge_manager, partitioner):
     assert len(lowered) == 1
     module = lowered[0][1]
     assert module.backend_id == BACKEND_ID
-    assert decode(module.compile_specs) == {EXECUTION_DEVICE: "cuda:0"}
+    assert decode(module.compile_specs) == {
+        EXECUTION_DEVICE: "cuda:0",
+        PARTITION_INDEX: "1",  # progress lines: "engine 1/1"
+        PARTITION_COUNT: "1",
+    }
     assert len(module.processed_bytes) > 0
     # nonzero stays outside, as the report says.
     assert str(partitioner.report.host_nodes["aten_nonzero_default"]).startswith("unsupported-op")

@@ -2,7 +2,7 @@
 
 import torch
 
-from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, decode
+from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
 from et_tensorrt.partition import TensorRTPartitioner, explain
 from et_tensorrt.partition.placement import cast_devices
 
@@ -57,7 +57,7 @@ def test_delegation_spec_names_backend_and_device(fake_edge):
     result = TensorRTPartitioner(target_device="cuda", min_block_size=1)(fake_edge(HostBranch, _inputs))
     (spec,) = result.partition_tags.values()
     assert spec.backend_id == BACKEND_ID == "EtTensorRTBackend"
-    assert decode(spec.compile_specs) == {EXECUTION_DEVICE: "cuda:0"}
+    assert decode(spec.compile_specs) == {EXECUTION_DEVICE: "cuda:0", PARTITION_INDEX: "1", PARTITION_COUNT: "1"}
     assert all(s.key != "target_device" for s in spec.compile_specs)
 
 
