@@ -41,12 +41,16 @@ def lower(
     *,
     dynamic_shapes: Optional[Any] = None,
     zero_copy_inputs: bool = True,
+    zero_copy_outputs: bool = False,
     **options: Any,
 ) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
 
     ``zero_copy_inputs=True`` leaves method inputs out of ExecuTorch's memory plan, so the runtime
     (and our delegate) see the caller's own pointers instead of a copy in a planned buffer.
+    ``zero_copy_outputs=True`` leaves method outputs unplanned too: :class:`Runner` then writes them
+    into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
+    own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
     ``torch_executed_ops``, ``require_full_compilation``) or become compile specs (``precision``,
     ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``).
@@ -64,7 +68,11 @@ def lower(
         program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
     partitioner = TensorRTPartitioner(**partitioner_options, compile_specs=specs)
     edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
-    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=not zero_copy_inputs))
+    config = ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(
+            alloc_graph_input=not zero_copy_inputs, alloc_graph_output=not zero_copy_outputs
+        )
+    )
     lower.last_report = partitioner.report
     return edge.to_executorch(config).buffer
 

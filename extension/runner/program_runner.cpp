@@ -1,6 +1,7 @@
 #include "program_runner.h"
 
 #include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
 #include <ATen/ATen.h>
@@ -72,6 +73,21 @@ void check_against_program(const executorch::aten::Tensor& t, const executorch::
   }
 }
 
+void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& info, size_t index,
+                  const std::string& method) {
+  const std::string where = "output " + std::to_string(index) + " of method '" + method + "'";
+  if (t->scalar_type() != info.scalar_type()) {
+    throw UnsupportedDtypeError(where + " is written in place, but the tensor given for it has dtype " +
+                                c10::toString(executorch_to_torch_dtype(t->scalar_type())) + " and the program writes " +
+                                c10::toString(executorch_to_torch_dtype(info.scalar_type())));
+  }
+  if (static_cast<size_t>(t->numel()) * t->element_size() < info.nbytes() ||
+      !executorch::runtime::is_contiguous_dim_order(t->dim_order().data(), t->dim_order().size())) {
+    throw std::invalid_argument(where + " is written in place: the tensor given for it must be contiguous and hold " +
+                                tuple_str(info.sizes()) + " elements");
+  }
+}
+
 } // namespace
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path) {
@@ -132,14 +148,32 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
     }
     values.emplace_back(*descriptors.back());
   }
+  // Output memory: the caller's tensors where given. Outputs the program left unplanned
+  // (lower(..., zero_copy_outputs=True)) are then written in place; without a caller tensor the runner
+  // allocates one on the host, since ExecuTorch has no memory of its own for them.
   std::vector<TensorPtr> out_descriptors;
+  std::vector<at::Tensor> targets;
   std::vector<bool> in_place;
-  if (outputs) {
-    for (size_t i = 0; i < outputs->size(); ++i) {
-      out_descriptors.push_back(make_descriptor((*outputs)[i]));
-      // Succeeds only for outputs the program left unplanned; otherwise we copy after execution.
-      in_place.push_back(module_->set_output(method, EValue(*out_descriptors.back()), i) == Error::Ok);
+  for (size_t i = 0; i < meta->num_outputs(); ++i) {
+    auto info = meta->output_tensor_meta(i);
+    const bool caller_given = outputs && i < outputs->size();
+    const bool planned = !info.ok() || info->is_memory_planned();
+    if (!caller_given && planned) {
+      targets.emplace_back();
+      in_place.push_back(false);
+      continue;
     }
+    if (caller_given && !planned) {
+      // Written in place: same dtype, dim order and room for the output's bound.
+      check_output(make_descriptor((*outputs)[i]), *info, i, method);
+    }
+    at::Tensor target = caller_given ? (*outputs)[i]
+                                     : at::empty(std::vector<int64_t>(info->sizes().begin(), info->sizes().end()),
+                                                 at::TensorOptions().dtype(executorch_to_torch_dtype(info->scalar_type())));
+    out_descriptors.push_back(make_descriptor(target));
+    // Succeeds only for outputs the program left unplanned; otherwise we copy after execution.
+    in_place.push_back(!planned && module_->set_output(method, EValue(*out_descriptors.back()), i) == Error::Ok);
+    targets.push_back(target);
   }
   set_last_delegate_error("");
   auto result = module_->execute(method, values);
@@ -151,15 +185,23 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
     if (!v.isTensor()) {
       throw RunnerError("output " + std::to_string(i) + " of method '" + method + "' is not a tensor");
     }
-    if (outputs && i < outputs->size()) {
-      at::Tensor target = (*outputs)[i];
-      if (!in_place[i]) {
+    if (i < targets.size() && targets[i].defined()) {
+      at::Tensor target = targets[i];
+      if (in_place[i]) {
+        // A dynamic output smaller than its bound: ExecuTorch wrote it contiguously at the start of the
+        // caller's buffer; return the view of exactly that.
+        const auto& et = v.toTensor();
+        const std::vector<int64_t> sizes(et.sizes().begin(), et.sizes().end());
+        if (target.sizes().vec() != sizes) {
+          target = target.view(-1).narrow(0, 0, et.numel()).view(sizes);
+        }
+      } else {
         target.copy_(copy_out(v.toTensor()));
       }
       out.push_back(target);
     } else {
       out.push_back(copy_out(v.toTensor()));
-      in_place.push_back(false);
+      if (in_place.size() <= i) in_place.push_back(false);
     }
   }
   if (outputs_written_in_place) *outputs_written_in_place = in_place;
