@@ -1,0 +1,262 @@
+"""What a `.pte` holds, read without running it: methods, their I/O, and our delegates' blobs.
+
+The program is parsed with ExecuTorch's own deserializer (``deserialize_pte_binary``, which also moves
+delegate segments back inline); every delegate whose backend id is ``EtTensorRTBackend`` is decoded
+with :func:`et_tensorrt.backend.blob.read_blob`. Nothing here needs a GPU or loads the runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+# A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
+_IDENT_OFFSET = 4
+
+# ExecuTorch ScalarType code -> torch dtype name (the codes the blob's I/O table uses too).
+_SCALAR_NAMES = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
+    7: "float64", 8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 15: "bfloat16",
+    27: "uint16", 28: "uint32", 29: "uint64",
+}
+
+
+def _backend_id() -> str:
+    # compile_specs imports ExecuTorch's exir (seconds): only once a program is really parsed.
+    from .compile_specs import BACKEND_ID
+
+    return BACKEND_ID
+
+
+class NotAProgramError(ValueError):
+    """The bytes are not an ExecuTorch program."""
+
+
+def scalar_name(code: int) -> str:
+    return _SCALAR_NAMES.get(int(code), f"ScalarType({int(code)})")
+
+
+@dataclass(frozen=True)
+class ValueInfo:
+    """One method input or output as the program records it."""
+
+    kind: str  # "tensor", or the EValue kind ("int", "null", ...)
+    dtype: str = ""
+    sizes: tuple = ()  # for a dynamic tensor: the upper bound memory was planned for
+    dynamic: bool = False
+
+    def __str__(self) -> str:
+        if self.kind != "tensor":
+            return self.kind
+        shape = ", ".join(str(s) for s in self.sizes)
+        return f"{self.dtype}[{shape}]" + (" (dynamic, upper bound)" if self.dynamic else "")
+
+
+@dataclass
+class DelegateInfo:
+    method: str
+    index: int  # position in the method's delegate list
+    backend_id: str
+    size: int  # processed bytes
+    compile_specs: dict = field(default_factory=dict)
+    blob: object = None  # et_tensorrt.backend.blob.Blob for our delegates
+    blob_version: Optional[int] = None  # from the blob header, even when the rest does not parse
+    blob_error: str = ""
+
+    @property
+    def ours(self) -> bool:
+        return self.backend_id == _backend_id()
+
+
+@dataclass
+class MethodInfo:
+    name: str
+    inputs: List[ValueInfo]
+    outputs: List[ValueInfo]
+    delegates: List[DelegateInfo]
+    operators: List[str]  # the kernels the method calls on the host (not delegated)
+
+
+@dataclass
+class ProgramInfo:
+    size: int
+    schema: str  # flatbuffer file identifier, e.g. "ET12"
+    methods: List[MethodInfo]
+
+    def method(self, name: str) -> MethodInfo:
+        for m in self.methods:
+            if m.name == name:
+                return m
+        raise KeyError(f"no method {name!r}; the program has {[m.name for m in self.methods]}")
+
+
+def check_header(data: bytes, source: str = "input") -> str:
+    """The flatbuffer identifier, or NotAProgramError. Cheap: no ExecuTorch import."""
+    ident = bytes(data[_IDENT_OFFSET : _IDENT_OFFSET + 4])
+    if len(data) < 8 or ident[:2] != b"ET" or not ident[2:].isdigit():
+        raise NotAProgramError(
+            f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; "
+            f"found {ident!r})"
+        )
+    return ident.decode()
+
+
+def read_file(path: str | os.PathLike) -> bytes:
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    with open(path, "rb") as f:
+        data = f.read()
+    check_header(data, path)
+    return data
+
+
+def _value_info(evalue) -> ValueInfo:
+    val = evalue.val
+    kind = type(val).__name__
+    if kind == "Tensor":
+        return ValueInfo(
+            "tensor",
+            scalar_name(val.scalar_type),
+            tuple(int(s) for s in val.sizes),
+            int(val.shape_dynamism) != 0,
+        )
+    return ValueInfo(kind.lower())
+
+
+def _delegate_bytes(program, delegate) -> bytes:
+    ref = delegate.processed
+    if int(ref.location) == 0:  # INLINE (deserialize_pte_binary moves segments back inline)
+        return bytes(program.backend_delegate_data[ref.index].data)
+    raise NotAProgramError(f"delegate {delegate.id}: data location {ref.location} could not be read")
+
+
+def _blob_version(data: bytes) -> Optional[int]:
+    if len(data) >= 6 and data[:4] == b"ETRT":
+        return struct.unpack_from("<H", data, 4)[0]
+    return None
+
+
+def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
+    """Parse a whole program (raises NotAProgramError when it is not one)."""
+    from .backend.blob import read_blob
+    from .compile_specs import decode
+    from .errors import BlobFormatError
+
+    schema = check_header(data, source)
+    try:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        program = deserialize_pte_binary(bytes(data)).program
+    except Exception as e:  # a corrupt flatbuffer raises anything from struct.error to IndexError
+        raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
+
+    methods = []
+    for plan in program.execution_plan:
+        delegates = []
+        for i, d in enumerate(plan.delegates):
+            payload = _delegate_bytes(program, d)
+            info = DelegateInfo(plan.name, i, d.id, len(payload), decode(d.compile_specs))
+            if info.ours:
+                info.blob_version = _blob_version(payload)
+                try:
+                    info.blob = read_blob(payload)
+                except BlobFormatError as e:
+                    info.blob_error = str(e)
+            delegates.append(info)
+        methods.append(
+            MethodInfo(
+                name=plan.name,
+                inputs=[_value_info(plan.values[i]) for i in plan.inputs],
+                outputs=[_value_info(plan.values[i]) for i in plan.outputs],
+                delegates=delegates,
+                operators=[f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators],
+            )
+        )
+    return ProgramInfo(size=len(data), schema=schema, methods=methods)
+
+
+def inspect_file(path: str | os.PathLike) -> ProgramInfo:
+    return inspect_bytes(read_file(path), os.fspath(path))
+
+
+# ------------------------------------------------------------------------------------------ formatting
+
+
+def format_dims(dims) -> str:
+    """Blob dim ranges: ``4`` (static), ``1..4..16`` (min..opt..max), ``2..?`` (unbounded)."""
+    parts = []
+    for d in dims:
+        if d.is_static:
+            parts.append(str(d.min))
+        else:
+            parts.append(f"{d.min}..{d.opt}..{'?' if d.max == -1 else d.max}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _table(rows: list) -> list:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return out
+
+
+def _kib(n: int) -> str:
+    return f"{n:,} B" if n < 10 * 1024 else f"{n / 1024:,.1f} KiB"
+
+
+def format_program(info: ProgramInfo, source: str = "") -> str:
+    lines = [f"{source or 'program'}: {info.size:,} bytes, ExecuTorch flatbuffer {info.schema}, "
+             f"{len(info.methods)} method(s)"]
+    for m in info.methods:
+        ours = [d for d in m.delegates if d.ours]
+        lines.append("")
+        lines.append(f"method {m.name!r}: {len(m.inputs)} input(s), {len(m.outputs)} output(s), "
+                     f"{len(m.delegates)} delegate(s) ({len(ours)} {_backend_id()}), "
+                     f"{len(m.operators)} host kernel(s)")
+        for i, v in enumerate(m.inputs):
+            lines.append(f"  input  {i}: {v}")
+        for i, v in enumerate(m.outputs):
+            lines.append(f"  output {i}: {v}")
+        if m.operators:
+            lines.append(f"  host kernels: {', '.join(m.operators)}")
+        for d in m.delegates:
+            lines.append("")
+            lines.extend("  " + line for line in format_delegate(d))
+    return "\n".join(lines)
+
+
+def format_delegate(d: DelegateInfo) -> list:
+    head = f"delegate {d.index}: {d.backend_id}, {_kib(d.size)}"
+    if not d.ours:
+        return [head + " (not ours: contents not shown)"]
+    lines = [head + f", blob format version {d.blob_version if d.blob_version is not None else '?'}"]
+    if d.blob is None:
+        return lines + [f"  blob unreadable: {d.blob_error}"]
+    b, meta = d.blob, d.blob.metadata
+    exec_dev = ("cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}")
+    lines.append(f"  execution device {exec_dev}; compile specs: "
+                 + ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items())))
+    if b.engine is not None:
+        engine = f"{_kib(len(b.engine))}"
+        if meta.get("build_seconds") is not None:
+            engine += f", built in {meta['build_seconds']} s" + (" (cache hit)" if meta.get("cache_hit") else "")
+    else:
+        engine = "none: the partition runs with PyTorch (" + str(meta.get("fallback_reason", "no reason recorded")) + ")"
+    lines.append(f"  engine: {engine}")
+    targets = meta.get("target_archs") or []
+    lines.append(
+        f"  TensorRT: {meta.get('trt_flavour', '?')} {meta.get('trt_version', '?')}, precision "
+        f"{meta.get('precision', '?')}, targets {', '.join(targets) if targets else 'default (builder)'}, "
+        f"ONNX opset {meta.get('onnx_opset', '?')}, {meta.get('nodes', '?')} node(s)"
+    )
+    if meta.get("profile_max_picked"):
+        lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
+    rows = [("role", "name", "dtype", "device", "dims (min..opt..max)")]
+    for e in b.io:
+        rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device,
+                     format_dims(e.dims)))
+    lines.extend("  " + r for r in _table(rows))
+    return lines

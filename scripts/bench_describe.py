@@ -1,0 +1,60 @@
+"""Per-input cost of describe_inputs vs the standard DLPack hand-off vs ExecuTorch's own conversion.
+
+Side by side in one run, medians of repeated timings, printed as ns/input and ratios.
+Goal (issue 2): describe <= 1.5x dlpack per input.
+
+    python scripts/bench_describe.py [--repeat 2000]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch.utils.dlpack import to_dlpack
+
+import et_tensorrt
+
+
+def median_ns(fn, repeat, n_inputs):
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        for _ in range(repeat):
+            fn()
+        samples.append((time.perf_counter_ns() - start) / repeat / n_inputs)
+    return statistics.median(samples)
+
+
+def executorch_method(n):
+    """A program that takes n inputs and returns the first; ExecuTorch converts every input per call."""
+    from executorch.exir import to_edge
+    from executorch.runtime import Runtime
+
+    class TakeFirst(torch.nn.Module):
+        def forward(self, *xs):
+            return xs[0] + 0
+
+    args = tuple(torch.zeros(4) for _ in range(n))
+    program = to_edge(torch.export.export(TakeFirst(), args)).to_executorch()
+    method = Runtime.get().load_program(program.buffer).load_method("forward")
+    return method, list(args)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=2000)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}; ns per input, median of 5 x {args.repeat} calls")
+    print(f"{'inputs':>6} {'describe_inputs':>16} {'to_dlpack':>10} {'ET Method.execute':>18} {'describe/dlpack':>16} {'describe/ET':>12}")
+    for n in (1, 8, 64):
+        tensors = [torch.randn(4, 4) for _ in range(n)]
+        describe = median_ns(lambda: et_tensorrt.describe_inputs(tensors), args.repeat, n)
+        dlpack = median_ns(lambda: [to_dlpack(t) for t in tensors], args.repeat, n)
+        method, et_inputs = executorch_method(n)
+        et = median_ns(lambda: method.execute(et_inputs), max(args.repeat // 10, 50), n)
+        print(f"{n:>6} {describe:>16.0f} {dlpack:>10.0f} {et:>18.0f} {describe / dlpack:>16.2f} {describe / et:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()

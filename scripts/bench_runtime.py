@@ -1,0 +1,142 @@
+"""Per-call latency of a small MLP and a small conv net, side by side in one run:
+
+  eager PyTorch | ExecuTorch, no delegate (portable/optimized kernels) | ExecuTorch + XNNPACK |
+  ExecuTorch + et_tensorrt delegate through executorch.runtime | et_tensorrt.Runner
+
+plus the bytes the delegate copied per call (from the Runner's placement plan). Medians of
+--blocks blocks of --calls calls each, after a warm-up; ratios are against eager PyTorch.
+Without a GPU the et_tensorrt delegate runs its partition with the PyTorch fallback executor.
+
+    python scripts/bench_runtime.py [--calls 50] [--blocks 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import torch
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(),
+            torch.nn.Linear(128, 10),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.c2(torch.relu(self.c1(x))))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+MODELS = {"mlp (8x64)": (MLP, (8, 64)), "convnet (1x3x32x32)": (ConvNet, (1, 3, 32, 32))}
+
+
+def median_us(fn, calls, blocks):
+    for _ in range(max(3, calls // 5)):
+        fn()
+    samples = []
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples)
+
+
+def et_method(buffer):
+    from executorch.runtime import Runtime
+
+    program = Runtime.get().load_program(buffer)
+    return program.load_method("forward")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--blocks", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: on a small shared machine more threads make "
+                         "tiny eager calls wait on each other; ExecuTorch's kernels are single-threaded)")
+    args = ap.parse_args()
+
+    os.environ.setdefault("ET_TENSORRT_CACHE_DIR", tempfile.mkdtemp(prefix="et_trt_bench_"))
+    logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(args.threads)
+
+    from importlib.metadata import version
+
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge, to_edge_transform_and_lower
+
+    import et_tensorrt
+    from et_tensorrt import Runner, lower
+
+    rows = []
+    for name, (cls, shape) in MODELS.items():
+        torch.manual_seed(0)
+        model = cls().eval()
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            ep = torch.export.export(model, (x,))
+            ref = model(x)
+        portable = to_edge(ep).to_executorch().buffer
+        xnnpack = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+        ours = lower(ep, min_block_size=1)
+
+        m_portable, m_xnn, m_ours = et_method(portable), et_method(xnnpack), et_method(ours)
+        runner = Runner(ours)
+        for out in (m_portable.execute([x])[0], m_xnn.execute([x])[0], m_ours.execute([x])[0], runner.run([x])[0]):
+            torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+        copied = runner.last_plan.bytes_copied if runner.last_plan is not None else 0
+        executor = runner.last_plan.executor if runner.last_plan is not None else "-"
+
+        def eager():
+            with torch.no_grad():
+                model(x)
+
+        timings = {
+            "eager PyTorch": median_us(eager, args.calls, args.blocks),
+            "ExecuTorch (no delegate)": median_us(lambda: m_portable.execute([x]), args.calls, args.blocks),
+            "ExecuTorch + XNNPACK": median_us(lambda: m_xnn.execute([x]), args.calls, args.blocks),
+            "ExecuTorch + et_tensorrt": median_us(lambda: m_ours.execute([x]), args.calls, args.blocks),
+            "et_tensorrt.Runner": median_us(lambda: runner.run([x]), args.calls, args.blocks),
+        }
+        rows.append((name, timings, copied, executor))
+
+    print(f"torch {torch.__version__}, executorch {version('executorch')}, "
+          f"{os.cpu_count()} CPU(s), torch threads {torch.get_num_threads()}, "
+          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}; {args.blocks} blocks x {args.calls} calls")
+    header = f"{'model':<22}{'path':<28}{'median us/call':>16}{'vs eager':>10}"
+    print(header)
+    print("-" * len(header))
+    for name, timings, copied, executor in rows:
+        base = timings["eager PyTorch"]
+        for path, us in timings.items():
+            print(f"{name:<22}{path:<28}{us:>16.1f}{us / base:>9.2f}x")
+        print(f"{name:<22}{'delegate bytes copied/call':<28}{copied:>16,}   (executor: {executor})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
