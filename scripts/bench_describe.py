@@ -37,7 +37,9 @@ def executorch_method(n):
 
     args = tuple(torch.zeros(4) for _ in range(n))
     program = to_edge(torch.export.export(TakeFirst(), args)).to_executorch()
-    method = Runtime.get().load_program(program.buffer).load_method("forward")
+    loaded = Runtime.get().load_program(program.buffer)
+    method = loaded.load_method("forward")
+    method.keep_program_alive = loaded  # ExecuTorch's Method does not own its Program (use-after-free)
     return method, list(args)
 
 

@@ -67,7 +67,9 @@ def et_method(buffer):
     from executorch.runtime import Runtime
 
     program = Runtime.get().load_program(buffer)
-    return program.load_method("forward")
+    method = program.load_method("forward")
+    method.keep_program_alive = program  # ExecuTorch's Method does not own its Program (use-after-free)
+    return method
 
 
 def main():

@@ -190,7 +190,8 @@ def main() -> int:
 
         x = x_host.cuda()
         try:
-            out = Runtime.get().load_program(pte).load_method("forward").execute([x])[0]
+            program = Runtime.get().load_program(pte)  # a Method does not keep its Program alive
+            out = program.load_method("forward").execute([x])[0]
         except RuntimeError as e:
             raise AssertionError(f"{e}; delegate: {_C.last_delegate_error()}")
         plan = _C.last_plan()

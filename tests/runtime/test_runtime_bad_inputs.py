@@ -28,7 +28,10 @@ def et_method(mlp_tester):
     """One ExecuTorch method (executorch.runtime) reused across failing and good calls."""
     from executorch.runtime import Runtime
 
-    return Runtime.get().load_program(mlp_tester.pte).load_method("forward")
+    program = Runtime.get().load_program(mlp_tester.pte)
+    method = program.load_method("forward")
+    method.keep_program_alive = program  # ExecuTorch's Method does not own its Program (use-after-free)
+    return method
 
 
 def _good_call_still_works(mlp_tester, et_method):

@@ -30,7 +30,8 @@ SCRIPT = textwrap.dedent(
         print("BEFORE-IMPORT: loaded")
     import et_tensorrt  # registers the backend; nothing else changes
 
-    out = Runtime.get().load_program(pte).load_method("forward").execute([x])[0]
+    program = Runtime.get().load_program(pte)  # kept alive: ExecuTorch's Method does not own its Program
+    out = program.load_method("forward").execute([x])[0]
     torch.save(out, sys.argv[3])
     print("AFTER-IMPORT: ran")
     """
