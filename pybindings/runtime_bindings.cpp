@@ -29,6 +29,9 @@ py::dict io_entry_dict(const IoEntry& e) {
 
 std::string_view bytes_view(const py::buffer& data, py::buffer_info& info) {
   info = data.request();
+  if (!PyBuffer_IsContiguous(info.view(), 'C')) {
+    throw py::buffer_error("a blob must be a C-contiguous buffer (bytes, bytearray or a contiguous memoryview)");
+  }
   return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
 }
 

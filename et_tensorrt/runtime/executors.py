@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import threading
 from typing import Optional, Sequence
 
 import torch
@@ -25,6 +26,9 @@ from ..backend.blob import DEVICE_CUDA, Blob, read_blob
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
+
+# torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
+_LOAD_LOCK = threading.Lock()
 
 
 class PyTorchExecutor:
@@ -36,7 +40,8 @@ class PyTorchExecutor:
     def __init__(self, blob: Blob, device: torch.device, reason: str):
         self.device = device
         self.reason = reason
-        program = torch.export.load(io.BytesIO(blob.program))
+        with _LOAD_LOCK:
+            program = torch.export.load(io.BytesIO(blob.program))
         self._module = program.module().to(device)
 
     def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:

@@ -44,6 +44,9 @@ class Runner:
                 raise FileNotFoundError(f"no program at {path!r}")
             self._native = _C.ProgramRunner.from_file(path)
         self.last_plan: Optional[_C.PlacementPlan] = None
+        # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
+        # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
+        self._lock = threading.Lock()
         self.outputs_written_in_place: list[bool] = []
 
     @property
@@ -59,14 +62,15 @@ class Runner:
         native = self._require()
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
-        before = _C.last_plan()
-        try:
-            results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
-        finally:
-            plan = _C.last_plan()
-            # The plan of this call's (last) delegate; None when the method ran no delegate.
-            self.last_plan = plan if plan is not None and plan is not before else self.last_plan
-        self.outputs_written_in_place = list(in_place)
+        with self._lock:
+            before = _C.last_plan()
+            try:
+                results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
+            finally:
+                plan = _C.last_plan()
+                # The plan of this call's (last) delegate; None when the method ran no delegate.
+                self.last_plan = plan if plan is not None and plan is not before else self.last_plan
+            self.outputs_written_in_place = list(in_place)
         return list(results)
 
     def close(self) -> None:
