@@ -10,6 +10,7 @@
 #include "../tensor/dtype_translation.h"
 #include "../tensor/errors.h"
 #include "../tensor/tensor_descriptor.h"
+#include "../tensor/torch_view.h"
 #include "../tensorrt/delegate_executor.h"
 
 namespace et_tensorrt {
@@ -26,15 +27,8 @@ using executorch::runtime::EValue;
   throw RunnerError(msg);
 }
 
-at::Tensor copy_out(const executorch::aten::Tensor& t) {
-  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
-  std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
-  auto options = at::TensorOptions()
-                     .dtype(executorch_to_torch_dtype(t.scalar_type()))
-                     .device(executorch_to_torch_device(t.device()));
-  // ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
-  return at::from_blob(const_cast<void*>(t.const_data_ptr()), sizes, strides, options).clone();
-}
+// ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
+at::Tensor copy_out(const executorch::aten::Tensor& t) { return torch_view(t).clone(); }
 
 template <typename T>
 std::string tuple_str(executorch::runtime::Span<const T> values) {

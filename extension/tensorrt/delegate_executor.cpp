@@ -4,6 +4,7 @@
 
 #include "../tensor/device_translation.h"
 #include "../tensor/dtype_translation.h"
+#include "../tensor/torch_view.h"
 #include "pointer_check.h"
 
 namespace py = pybind11;
@@ -15,16 +16,6 @@ namespace {
 std::mutex g_last_mutex;
 std::shared_ptr<const PlacementPlan> g_last_plan;
 thread_local std::string t_last_error;
-
-// A torch view over ExecuTorch-owned memory, on the device its descriptor names. No copy.
-at::Tensor torch_view(const executorch::aten::Tensor& t) {
-  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
-  std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
-  auto options = at::TensorOptions()
-                     .dtype(executorch_to_torch_dtype(t.scalar_type()))
-                     .device(executorch_to_torch_device(t.device()));
-  return at::from_blob(t.mutable_data_ptr(), sizes, strides, options);
-}
 
 // The descriptor's label, cross-checked against the CUDA driver where CUDA is usable: a host pointer
 // labelled cuda is an error (reading it on the device would fault); a device pointer labelled cpu is
