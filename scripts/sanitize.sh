@@ -69,9 +69,13 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export PYTHONPATH="$PKG_DIR${PYTHONPATH:+:$PYTHONPATH}"
 export ET_TENSORRT_SANITIZED=1
 
-cd "$ROOT"
+# Run from the temp dir: python puts the working directory first on sys.path, so from the repository
+# root the in-tree (unsanitized) package would win over PYTHONPATH.
+cd "$PKG_DIR"
 "$PY" -c "import et_tensorrt, sys; f = et_tensorrt._C.__file__; print('imported', f); sys.exit(0 if f.startswith('$PKG_DIR') else 1)"
 # Several reliability files lower models (slow under ASan); -x: stop at the first failure.
 # shellcheck disable=SC2086
-"$PY" -m pytest $TESTS -q -x -p no:cacheprovider --rootdir="$ROOT" "$@"
+ABS_TESTS=()
+for t in $TESTS; do ABS_TESTS+=("$ROOT/$t"); done
+"$PY" -m pytest "${ABS_TESTS[@]}" -q -x -p no:cacheprovider --rootdir="$ROOT" -c "$ROOT/pyproject.toml" "$@"
 echo "sanitized run passed: $TESTS"
