@@ -1,0 +1,46 @@
+"""The ``et_tensorrt`` flow for ExecuTorch's backend test suite (``executorch.backends.test.suite``).
+
+The suite's operator tests are single-op graphs, so the flow lowers with ``min_block_size=1``
+(the partitioner's default of 5 would leave every one of them on the host and measure nothing).
+Everything else is the partitioner's default: engine device ``cuda:0``, fp32, no user exclusions.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, Optional
+
+from executorch.backends.test.suite.flow import TestFlow
+
+FLOW_NAME = "et_tensorrt"
+BACKEND_NAME = "et_tensorrt"
+
+# What the conformance flow hands every TensorRTPartitioner it creates.
+FLOW_PARTITIONER_OPTIONS: Mapping[str, Any] = {"min_block_size": 1}
+
+
+def make_tester(module, example_inputs, dynamic_shapes=None, **kwargs):
+    """``TestFlow.tester_factory``: the suite calls it as ``factory(model, inputs)``."""
+    from .tester import Tester  # imports et_tensorrt (and its native module) on first use only
+
+    kwargs.setdefault("partitioner_options", dict(FLOW_PARTITIONER_OPTIONS))
+    return Tester(module, example_inputs, dynamic_shapes=dynamic_shapes, **kwargs)
+
+
+def make_flow(
+    name: str = FLOW_NAME,
+    partitioner_options: Optional[Mapping[str, Any]] = None,
+    **flow_kwargs: Any,
+) -> TestFlow:
+    """A ``TestFlow`` for our delegate; ``partitioner_options`` replace the flow defaults."""
+    options = dict(FLOW_PARTITIONER_OPTIONS if partitioner_options is None else partitioner_options)
+    return TestFlow(
+        name=name,
+        backend=BACKEND_NAME,
+        tester_factory=functools.partial(make_tester, partitioner_options=options),
+        is_delegated=True,
+        **flow_kwargs,
+    )
+
+
+ET_TENSORRT_TEST_FLOW = make_flow()
