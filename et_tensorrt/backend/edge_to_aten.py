@@ -53,6 +53,28 @@ def _rewrite_node(node: torch.fx.Node) -> None:
         node.kwargs = kwargs
     elif hasattr(target, "_op") and isinstance(target._op, torch._ops.OpOverload):
         node.target = _view_op(target._op)
+    _spell_out_reductions(node)
+
+
+def _spell_out_reductions(node: torch.fx.Node) -> None:
+    """Reductions over "all dims" spelled with the dims listed: the ONNX exporter mistranslates
+    ``mean.default`` and ``amax``/``amin`` with ``dim=[]`` (and ``prims.view_of`` has no ONNX function)."""
+    aten = torch.ops.aten
+    if node.target is torch.ops.prims.view_of.default:
+        node.target = aten.alias.default
+        return
+    val = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return
+    every_dim = list(range(val.dim()))
+    if node.target is aten.mean.default and val.dim() > 0:
+        node.target = aten.mean.dim
+        node.args = (node.args[0], every_dim, False)
+    elif node.target in (aten.amax.default, aten.amin.default):
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
+        if not dim and val.dim() > 0:
+            keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+            node.args, node.kwargs = (node.args[0], every_dim, keepdim), {}
 
 
 def _view_op(op: torch._ops.OpOverload) -> torch._ops.OpOverload:

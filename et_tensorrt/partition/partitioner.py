@@ -16,7 +16,7 @@ from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTI
 from ..errors import PartitionError, PlacementWarning
 from . import placement
 from .report import NodeDecision, PartitionReport, Reason
-from .supported_ops import NON_COMPUTE_OPS, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
+from .supported_ops import NON_COMPUTE_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -80,6 +80,9 @@ class TensorRTPartitioner(Partitioner):
         name = op_name(node.target)
         if name not in SUPPORTED_OPS:
             return Reason("unsupported-op", name)
+        limit = argument_refusal(name, node)
+        if limit is not None:
+            return Reason("unsupported-args", f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
             return Reason("producer-refused", f"{node.args[0].name} stays on host")
         for source in [node, *placement.input_nodes(node)]:

@@ -116,6 +116,43 @@ def is_supported_op(target) -> bool:
     return op_name(target) in SUPPORTED_OPS
 
 
+def _arg(node, index: int, name: str, default=None):
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+
+
+def _rank(value) -> int:
+    val = getattr(value, "meta", {}).get("val")
+    return val.dim() if isinstance(val, torch.Tensor) else -1
+
+
+def _arg_reduction_limit(node) -> Optional[str]:
+    if _arg(node, 1, "dim") is None or _rank(node.args[0]) < 2:
+        return "TensorRT's ArgMax/ArgMin needs an explicit dim on an input of rank >= 2"
+    return None
+
+
+def _max_pool_limit(node) -> Optional[str]:
+    dilation = _arg(node, 4, "dilation", 1)
+    if any(d != 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation])):
+        return "TensorRT's MaxPool takes no dilation"
+    return None
+
+
+# Ops in the table whose TensorRT conversion has limits on their arguments (found by ExecuTorch's
+# backend conformance suite); op name -> check returning why a node is refused, or None.
+ARGUMENT_LIMITS = {
+    "aten.argmax.default": _arg_reduction_limit,
+    "aten.argmin.default": _arg_reduction_limit,
+    "aten.max_pool2d.default": _max_pool_limit,
+    "aten.max_pool2d_with_indices.default": _max_pool_limit,
+}
+
+
+def argument_refusal(name: str, node) -> Optional[str]:
+    check = ARGUMENT_LIMITS.get(name)
+    return check(node) if check is not None else None
+
+
 def dtype_refusal(dtype: torch.dtype) -> Optional[str]:
     """The reason code a tensor of ``dtype`` is refused with, or None when TensorRT takes it."""
     if dtype in SUPPORTED_DTYPES:
