@@ -16,7 +16,7 @@ from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTI
 from ..errors import PartitionError, PlacementWarning
 from . import placement
 from .report import NodeDecision, PartitionReport, Reason
-from .supported_ops import NON_COMPUTE_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
+from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -143,6 +143,11 @@ class TensorRTPartitioner(Partitioner):
                     refused[n.name] = Reason(
                         "min_block_size", f"partition of {size} < {self.min_block_size}"
                     )
+                continue
+            if len(nodes) < len(calls) and all(op_name(n.target) in VIEW_OPS | NON_COMPUTE_OPS for n in nodes):
+                # Unless it is the whole graph: an engine that only reshapes costs two copies, buys nothing.
+                for n in nodes:
+                    refused[n.name] = Reason("view-only", "a partition of only view/shape ops computes nothing")
                 continue
             tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
             for n in nodes:

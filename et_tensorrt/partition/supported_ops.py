@@ -48,7 +48,8 @@ _SHAPE = (
     "aten.view.default", "aten.view_copy.default", "aten.reshape.default",
     "aten._unsafe_view.default", "aten.permute.default", "aten.permute_copy.default",
     "aten.transpose.int", "aten.t.default", "aten.expand.default", "aten.expand_copy.default",
-    "aten.squeeze.dims", "aten.squeeze_copy.dims", "aten.unsqueeze.default",
+    "aten.squeeze.dims", "aten.squeeze_copy.dims", "aten.squeeze.dim", "aten.squeeze_copy.dim",
+    "aten.unsqueeze.default",
     "aten.unsqueeze_copy.default", "aten.slice.Tensor", "aten.slice_copy.Tensor",
     "aten.select.int", "aten.select_copy.int", "aten.cat.default", "aten.split_with_sizes.default",
     "aten.split_with_sizes_copy.default", "aten.index_select.default", "aten.gather.default",
@@ -72,6 +73,16 @@ NON_COMPUTE_OPS = frozenset({
     "operator.getitem",
     "aten._assert_tensor_metadata.default",
     "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
+})
+
+# Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into
+# an engine and back without computing anything, so it is not worth an engine of its own.
+VIEW_OPS = frozenset({
+    "aten.view.default", "aten.view_copy.default", "aten.reshape.default", "aten._unsafe_view.default",
+    "aten.permute.default", "aten.permute_copy.default", "aten.transpose.int", "aten.t.default",
+    "aten.expand.default", "aten.expand_copy.default", "aten.squeeze.dims", "aten.squeeze_copy.dims",
+    "aten.squeeze.dim", "aten.squeeze_copy.dim", "aten.unsqueeze.default", "aten.unsqueeze_copy.default",
+    "aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.alias_copy.default",
 })
 
 SUPPORTED_OPS = frozenset(
