@@ -57,24 +57,38 @@ def _rewrite_node(node: torch.fx.Node) -> None:
 
 
 def _spell_out_reductions(node: torch.fx.Node) -> None:
-    """Reductions over "all dims" spelled with the dims listed: the ONNX exporter mistranslates
-    ``mean.default`` and ``amax``/``amin`` with ``dim=[]`` (and ``prims.view_of`` has no ONNX function)."""
+    """Spellings the ONNX exporter mistranslates, rewritten to equivalent ones it handles:
+    reductions over "all dims" (``dim=None``/``[]``, ``mean.default``) get the dims listed, and views that
+    change nothing (``prims.view_of``, ``alias``, a squeeze of non-1 dims) become a clone (ONNX Identity)."""
     aten = torch.ops.aten
-    if node.target is torch.ops.prims.view_of.default:
-        node.target = aten.alias.default
-        return
     val = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
     if not isinstance(val, torch.Tensor):
         return
+    if node.target in (torch.ops.prims.view_of.default, aten.alias.default) or (
+        node.target in (aten.squeeze.dims, aten.squeeze.dim) and _squeezes_nothing(node, val)
+    ):
+        node.target, node.args, node.kwargs = aten.clone.default, (node.args[0],), {}
+        return
+    if val.dim() == 0:
+        return
     every_dim = list(range(val.dim()))
-    if node.target is aten.mean.default and val.dim() > 0:
-        node.target = aten.mean.dim
-        node.args = (node.args[0], every_dim, False)
-    elif node.target in (aten.amax.default, aten.amin.default):
-        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
-        if not dim and val.dim() > 0:
-            keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
-            node.args, node.kwargs = (node.args[0], every_dim, keepdim), {}
+    if node.target is aten.mean.default:
+        node.target, node.args = aten.mean.dim, (node.args[0], every_dim, False)  # dtype stays in kwargs
+    elif node.target in (aten.mean.dim, aten.amax.default, aten.amin.default, aten.sum.dim_IntList):
+        args = list(node.args)
+        dim = args[1] if len(args) > 1 else node.kwargs.get("dim")
+        if not dim:
+            if len(args) > 1:
+                args[1] = every_dim
+            else:
+                node.kwargs = {**node.kwargs, "dim": every_dim}
+            node.args = tuple(args)
+
+
+def _squeezes_nothing(node: torch.fx.Node, val: torch.Tensor) -> bool:
+    dims = node.args[1] if len(node.args) > 1 else []
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return all(val.shape[d] != 1 for d in dims)
 
 
 def _view_op(op: torch._ops.OpOverload) -> torch._ops.OpOverload:

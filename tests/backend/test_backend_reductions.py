@@ -7,7 +7,8 @@ import et_tensorrt
 
 class AllDims(torch.nn.Module):
     def forward(self, x):
-        return x.mean() + x.amax() - x.amin(), x[0], x.squeeze(0)[:, 1:4]
+        total = x.mean() + x.amax() - x.amin() + torch.mean(x, dim=None, keepdim=True) + torch.sum(x, dim=None)
+        return total, x[0], x.squeeze(0)[:, 1:4], torch.squeeze(x, dim=1)  # the last squeeze changes nothing
 
 
 def test_all_dim_reductions_slices_and_selects_lower_and_match_eager():
