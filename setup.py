@@ -7,7 +7,6 @@ against a different torch than the one that imports the extension.
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
@@ -23,9 +22,8 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        import executorch  # namespace package: no __file__
-        import torch
-        import torch.utils.cpp_extension as cpp
+        sys.path.insert(0, str(ROOT))
+        from cmake_args import cmake_args
 
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
         config = "Debug" if os.environ.get("ET_TENSORRT_DEBUG") else "Release"
@@ -33,17 +31,7 @@ class CMakeBuild(build_ext):
         # A build folder in the tree (ignored by git) so that rebuilds are incremental.
         build_dir = ROOT / "build" / f"cmake-{config}{'-' + sanitize.replace(',', '-') if sanitize else ''}"
         build_dir.mkdir(parents=True, exist_ok=True)
-        args = [
-            f"-DCMAKE_BUILD_TYPE={config}",
-            f"-DET_TENSORRT_PYTHON_INCLUDE={sysconfig.get_paths()['include']}",
-            f"-DET_TENSORRT_TORCH_INCLUDES={' '.join(cpp.include_paths())}",
-            f"-DET_TENSORRT_TORCH_LIB_DIR={cpp.library_paths()[0]}",
-            f"-DET_TENSORRT_EXECUTORCH_DIR={executorch.__path__[0]}",
-            f"-DET_TENSORRT_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}",
-            f"-DET_TENSORRT_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
-            f"-DET_TENSORRT_OUTPUT_DIR={out_dir}",
-            f"-DET_TENSORRT_SANITIZE={sanitize}",
-        ]
+        args = cmake_args(out_dir, config, sanitize)
         if _have("ninja"):
             args.append("-GNinja")
         subprocess.check_call(["cmake", str(ROOT), *args], cwd=build_dir)

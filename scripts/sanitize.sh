@@ -23,31 +23,13 @@ PY="${PYTHON:-python}"
 
 if [[ -z "${SANITIZE_SKIP_BUILD:-}" ]]; then
   mkdir -p "$BUILD" "$OUT_DIR"
-  # The same -D variables setup.py passes (read from the installed torch/executorch), plus the
-  # sanitizer switch and our own output dir.
-  mapfile -t ARGS < <("$PY" - "$OUT_DIR" <<'PYEOF'
-import sys, sysconfig
-import executorch, torch
-import torch.utils.cpp_extension as cpp
-out = sys.argv[1]
-for a in [
-    "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-    f"-DET_TENSORRT_PYTHON_INCLUDE={sysconfig.get_paths()['include']}",
-    f"-DET_TENSORRT_TORCH_INCLUDES={' '.join(cpp.include_paths())}",
-    f"-DET_TENSORRT_TORCH_LIB_DIR={cpp.library_paths()[0]}",
-    f"-DET_TENSORRT_EXECUTORCH_DIR={executorch.__path__[0]}",
-    f"-DET_TENSORRT_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}",
-    f"-DET_TENSORRT_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
-    f"-DET_TENSORRT_OUTPUT_DIR={out}",
-]:
-    print(a)
-PYEOF
-)
+  # The same -D variables setup.py passes (cmake_args.py), with the sanitizer switch and our own
+  # output dir.
+  mapfile -t ARGS < <("$PY" "$ROOT/cmake_args.py" "$OUT_DIR" RelWithDebInfo "$SAN")
   GEN=()
   command -v ninja >/dev/null && GEN=(-GNinja)
   # -fno-sanitize-recover: a UBSan finding aborts (and fails the run) instead of scrolling past.
-  cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" "${ARGS[@]}" "-DET_TENSORRT_SANITIZE=$SAN" \
-        "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all"
+  cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" "${ARGS[@]}" "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all"
   cmake --build "$BUILD" -j "${MAX_JOBS:-$(nproc)}"
 fi
 
