@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 
-import pytest
 import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
@@ -51,12 +50,3 @@ class SplitPartitioner(Partitioner):
                 node.meta["delegation_tag"] = node.args[0].meta.get("delegation_tag")
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _engine_cache_dir(tmp_path_factory):
-    """Keep test engines out of the user's cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ET_TENSORRT_CACHE_DIR", str(tmp_path_factory.mktemp("engines")))
-    yield
-    mp.undo()

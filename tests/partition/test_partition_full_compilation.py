@@ -1,24 +1,19 @@
 """require_full_compilation=True raises PartitionError listing every refused node and its reason."""
 
+import sys
+from pathlib import Path
 import pytest
 import torch
 
 from et_tensorrt.errors import PartitionError
 from et_tensorrt.partition import TensorRTPartitioner, explain
 
-
-class HostBranch(torch.nn.Module):
-    def forward(self, x):
-        counts = (x * 2.0).to(device="cpu", dtype=torch.int32)
-        return torch.cat([counts, torch.arange(0, counts.shape[0], dtype=torch.int32)])
-
-
-def _inputs():
-    return (torch.empty(16, device="cuda"),)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from seed_model import HostBranch, seed_inputs  # noqa: E402
 
 
 def test_raises_with_every_refusal(fake_edge, tagged):
-    ep = fake_edge(HostBranch, _inputs)
+    ep = fake_edge(HostBranch, seed_inputs)
     with pytest.raises(PartitionError) as info:
         TensorRTPartitioner(min_block_size=1, require_full_compilation=True)(ep)
     message = str(info.value)
@@ -34,9 +29,9 @@ def test_raises_with_every_refusal(fake_edge, tagged):
 
 def test_min_block_size_refusals_are_listed_too(fake_edge):
     with pytest.raises(PartitionError, match=r"aten_mul_tensor: min_block_size \(partition of 1 < 2\)"):
-        TensorRTPartitioner(min_block_size=2, require_full_compilation=True)(fake_edge(HostBranch, _inputs))
+        TensorRTPartitioner(min_block_size=2, require_full_compilation=True)(fake_edge(HostBranch, seed_inputs))
 
 
 def test_explain_reports_instead_of_raising(fake_edge):
-    report = explain(fake_edge(HostBranch, _inputs), min_block_size=1, require_full_compilation=True)
+    report = explain(fake_edge(HostBranch, seed_inputs), min_block_size=1, require_full_compilation=True)
     assert len(report.host_nodes) == 3

@@ -1,24 +1,19 @@
 """explain() and PartitionReport: per-node decisions, no side effects, a readable table."""
 
+import sys
 import warnings
+from pathlib import Path
 
 import torch
 
 from et_tensorrt.partition import PartitionReport, TensorRTPartitioner, explain
 
-
-class HostBranch(torch.nn.Module):
-    def forward(self, x):
-        counts = (x * 2.0).to(device="cpu", dtype=torch.int32)
-        return torch.cat([counts, torch.arange(0, counts.shape[0], dtype=torch.int32)])
-
-
-def _inputs():
-    return (torch.empty(16, device="cuda"),)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from seed_model import HostBranch, seed_inputs  # noqa: E402
 
 
 def test_explain_has_no_side_effects(fake_edge):
-    ep = fake_edge(HostBranch, _inputs)
+    ep = fake_edge(HostBranch, seed_inputs)
     for node in ep.graph.nodes:
         node.meta.pop("delegation_tag", None)
     with warnings.catch_warnings():
@@ -35,7 +30,7 @@ def test_explain_has_no_side_effects(fake_edge):
 
 
 def test_table_is_compact_and_complete(fake_edge):
-    text = str(explain(fake_edge(HostBranch, _inputs), min_block_size=1))
+    text = str(explain(fake_edge(HostBranch, seed_inputs), min_block_size=1))
     lines = text.splitlines()
     assert lines[0] == "et_tensorrt partition report: engine cuda:0, graph placed"
     assert lines[1] == "1 partition(s), 1 node(s) delegated, 3 kept on host"
@@ -54,5 +49,5 @@ def test_partitioner_keeps_last_report(fake_edge):
     assert partitioner.report is None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        partitioner(fake_edge(HostBranch, _inputs))
+        partitioner(fake_edge(HostBranch, seed_inputs))
     assert partitioner.report.delegated == {"aten_mul_tensor": "et_tensorrt_0"}

@@ -1,28 +1,22 @@
 """The seed bug: `.to(device="cpu", dtype=...)` on a device tensor must not be absorbed."""
 
+import sys
+from pathlib import Path
 import torch
 
 from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
 from et_tensorrt.partition import TensorRTPartitioner, explain
 from et_tensorrt.partition.placement import cast_devices
 
-
-class HostBranch(torch.nn.Module):
-    def forward(self, x):
-        counts = (x * 2.0).to(device="cpu", dtype=torch.int32)
-        index = torch.arange(0, counts.shape[0], dtype=torch.int32)
-        return torch.cat([counts, index])
-
-
-def _inputs():
-    return (torch.empty(16, device="cuda"),)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from seed_model import HostBranch, seed_inputs  # noqa: E402
 
 
 CAST = "dim_order_ops__to_dim_order_copy_default"
 
 
 def test_only_device_side_ops_are_delegated(fake_edge, partition_recording, tagged, warned):
-    ep = fake_edge(HostBranch, _inputs)
+    ep = fake_edge(HostBranch, seed_inputs)
     partitioner = TensorRTPartitioner(min_block_size=1)
     result, warnings = partition_recording(partitioner, ep)
 
@@ -45,7 +39,7 @@ def test_only_device_side_ops_are_delegated(fake_edge, partition_recording, tagg
 
 
 def test_no_device_changing_cast_inside_a_partition(fake_edge, tagged):
-    ep = fake_edge(HostBranch, _inputs)
+    ep = fake_edge(HostBranch, seed_inputs)
     result = TensorRTPartitioner(min_block_size=1)(ep)
     names = tagged(result.tagged_exported_program)
     casts = [n for n in ep.graph.nodes if n.op == "call_function" and cast_devices(n)]
@@ -54,7 +48,7 @@ def test_no_device_changing_cast_inside_a_partition(fake_edge, tagged):
 
 
 def test_delegation_spec_names_backend_and_device(fake_edge):
-    result = TensorRTPartitioner(target_device="cuda", min_block_size=1)(fake_edge(HostBranch, _inputs))
+    result = TensorRTPartitioner(target_device="cuda", min_block_size=1)(fake_edge(HostBranch, seed_inputs))
     (spec,) = result.partition_tags.values()
     assert spec.backend_id == BACKEND_ID == "EtTensorRTBackend"
     assert decode(spec.compile_specs) == {EXECUTION_DEVICE: "cuda:0", PARTITION_INDEX: "1", PARTITION_COUNT: "1"}
@@ -62,15 +56,15 @@ def test_delegation_spec_names_backend_and_device(fake_edge):
 
 
 def test_default_min_block_size_drops_the_lone_mul(fake_edge):
-    result = TensorRTPartitioner()(fake_edge(HostBranch, _inputs))
+    result = TensorRTPartitioner()(fake_edge(HostBranch, seed_inputs))
     assert result.partition_tags == {}
-    assert str(TensorRTPartitioner().analyze(fake_edge(HostBranch, _inputs)).host_nodes["aten_mul_tensor"]) == (
+    assert str(TensorRTPartitioner().analyze(fake_edge(HostBranch, seed_inputs)).host_nodes["aten_mul_tensor"]) == (
         "min_block_size (partition of 1 < 5)"
     )
 
 
 def test_explain_on_plain_export_sees_aten_to_device(fake_export):
-    report = explain(fake_export(HostBranch, _inputs), min_block_size=1)
+    report = explain(fake_export(HostBranch, seed_inputs), min_block_size=1)
     # aten.to.device(mul, cpu, int32): the device is positional here.
     assert str(report.host_nodes["to"]) == "cast:device-change (cuda:0 -> cpu)"
     assert report.delegated["mul"] == "et_tensorrt_0"

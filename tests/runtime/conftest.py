@@ -18,15 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_harness import DYNAMIC_BATCH, MLP, ConvNet, DynamicHead, Tester, delegate_blobs  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _runtime_engine_cache_dir(tmp_path_factory):
-    """Engines built by these tests go to a temporary cache, not the user's."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ET_TENSORRT_CACHE_DIR", str(tmp_path_factory.mktemp("runtime-engines")))
-    yield
-    mp.undo()
-
-
 @pytest.fixture(autouse=True)
 def _no_fallback_override(monkeypatch):
     """Every test starts from the default fallback policy (only the FALLBACK test sets it)."""
@@ -34,14 +25,14 @@ def _no_fallback_override(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def mlp_tester(_runtime_engine_cache_dir) -> Tester:
+def mlp_tester(_engine_cache_dir) -> Tester:
     """An MLP (8 -> 16 -> 4) lowered with zero-copy inputs (the default), static shape (2, 8)."""
     torch.manual_seed(0)
     return Tester(MLP(), (torch.randn(2, 8),)).lower(min_block_size=1)
 
 
 @pytest.fixture(scope="session")
-def conv_tester(_runtime_engine_cache_dir) -> Tester:
+def conv_tester(_engine_cache_dir) -> Tester:
     """Conv -> BatchNorm -> ReLU -> strided conv, input (2, 3, 8, 8)."""
     torch.manual_seed(1)
     model = ConvNet().eval()
@@ -52,7 +43,7 @@ def conv_tester(_runtime_engine_cache_dir) -> Tester:
 
 
 @pytest.fixture(scope="session")
-def dynamic_tester(_runtime_engine_cache_dir) -> Tester:
+def dynamic_tester(_engine_cache_dir) -> Tester:
     """Linear -> tanh -> * 0.5 with a dynamic batch in DYNAMIC_BATCH (example batch 4)."""
     torch.manual_seed(2)
     lo, hi = DYNAMIC_BATCH
