@@ -15,6 +15,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.partition.supported_ops import ADAPTIVE_POOLING, adaptive_pool_window
 
 
 def _memory_format(dim_order, rank_hint=None):
@@ -54,6 +55,7 @@ def _rewrite_node(node: torch.fx.Node) -> None:
     elif hasattr(target, "_op") and isinstance(target._op, torch._ops.OpOverload):
         node.target = _view_op(target._op)
     _spell_out_reductions(node)
+    _adaptive_to_plain_pooling(node)
 
 
 def _spell_out_reductions(node: torch.fx.Node) -> None:
@@ -83,6 +85,22 @@ def _spell_out_reductions(node: torch.fx.Node) -> None:
             else:
                 node.kwargs = {**node.kwargs, "dim": every_dim}
             node.args = tuple(args)
+
+
+def _adaptive_to_plain_pooling(node: torch.fx.Node) -> None:
+    """Adaptive pooling with equal windows -> the plain pooling it equals (the partitioner delegates no
+    other kind, see ``adaptive_pool_window``): ONNX has no adaptive pooling, TensorRT has plain pooling.
+    Max pooling keeps its (values, indices) pair; indices are flat positions in the input in both."""
+    plain = ADAPTIVE_POOLING.get(str(node.target))
+    if plain is None:
+        return
+    window = adaptive_pool_window(node)
+    if window is None:
+        raise EngineBuildError(f"{node.name}: adaptive pooling with unequal windows cannot be converted")
+    kernel, stride = window
+    packet, overload = plain.split(".")[1:]
+    node.target = getattr(getattr(torch.ops.aten, packet), overload)
+    node.args, node.kwargs = (node.args[0], list(kernel), list(stride)), {}
 
 
 def _squeezes_nothing(node: torch.fx.Node, val: torch.Tensor) -> bool:

@@ -40,6 +40,10 @@ _LINEAR_ALGEBRA_AND_NN = (
     "aten.mm.default", "aten.bmm.default", "aten.matmul.default", "aten.addmm.default",
     "aten.linear.default", "aten.convolution.default", "aten.conv2d.default",
     "aten.max_pool2d.default", "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default",
+    "aten.avg_pool3d.default", "aten.max_pool3d.default", "aten.max_pool3d_with_indices.default",
+    "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
+    "aten.adaptive_max_pool2d.default", "aten.adaptive_avg_pool3d.default",
+    "aten._adaptive_avg_pool3d.default", "aten.adaptive_max_pool3d.default",
     "aten.native_layer_norm.default", "aten.layer_norm.default",
     "aten._native_batch_norm_legit_no_training.default", "aten.embedding.default",
 )
@@ -142,10 +146,66 @@ def _arg_reduction_limit(node) -> Optional[str]:
     return None
 
 
+def _indices_used(node) -> bool:
+    """Whether output 1 (the indices) of a (values, indices) pooling node is read."""
+    return any(
+        user.target is operator.getitem and len(user.args) > 1 and user.args[1] == 1 and user.users
+        for user in node.users
+    )
+
+
+_NO_INDICES = "TensorRT's MaxPool has no indices output"
+
+
 def _max_pool_limit(node) -> Optional[str]:
     dilation = _arg(node, 4, "dilation", 1)
     if any(d != 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation])):
         return "TensorRT's MaxPool takes no dilation"
+    if _indices_used(node):
+        return _NO_INDICES
+    return None
+
+
+def adaptive_pool_window(node) -> Optional[tuple]:
+    """(kernel, stride) of the plain pooling an adaptive 2-D or 3-D pooling node equals, or None.
+
+    Adaptive pooling with an output size that divides the (static) input size has equal, disjoint
+    windows: kernel = stride = input // output. ``edge_to_aten`` rewrites it to that pooling, which
+    ONNX and TensorRT have; other sizes give overlapping windows of varying size, which they lack."""
+    val = getattr(node.args[0], "meta", {}).get("val")
+    output_size = _arg(node, 1, "output_size")
+    if not isinstance(output_size, (list, tuple)) or len(output_size) not in (2, 3):
+        return None
+    spatial_rank = len(output_size)
+    if not isinstance(val, torch.Tensor) or val.dim() not in (spatial_rank + 1, spatial_rank + 2):
+        return None
+    spatial = list(val.shape[-spatial_rank:])
+    window = []
+    for size, out in zip(spatial, output_size):
+        out = size if out is None else out
+        if not isinstance(size, int) or not isinstance(out, int) or out <= 0 or size % out:
+            return None
+        window.append(size // out)
+    return tuple(window), tuple(window)
+
+
+# Adaptive pooling op -> the plain pooling it becomes when its windows are equal (edge_to_aten).
+ADAPTIVE_POOLING = {
+    "aten.adaptive_avg_pool2d.default": "aten.avg_pool2d.default",
+    "aten._adaptive_avg_pool2d.default": "aten.avg_pool2d.default",
+    "aten.adaptive_max_pool2d.default": "aten.max_pool2d_with_indices.default",
+    "aten.adaptive_avg_pool3d.default": "aten.avg_pool3d.default",
+    "aten._adaptive_avg_pool3d.default": "aten.avg_pool3d.default",
+    "aten.adaptive_max_pool3d.default": "aten.max_pool3d_with_indices.default",
+}
+
+
+def _adaptive_pool_limit(node) -> Optional[str]:
+    if adaptive_pool_window(node) is None:
+        return ("adaptive pooling is delegated only when the static input size is a multiple of "
+                "the output size (equal windows: a plain pooling)")
+    if _indices_used(node):
+        return _NO_INDICES
     return None
 
 
@@ -156,6 +216,9 @@ ARGUMENT_LIMITS = {
     "aten.argmin.default": _arg_reduction_limit,
     "aten.max_pool2d.default": _max_pool_limit,
     "aten.max_pool2d_with_indices.default": _max_pool_limit,
+    "aten.max_pool3d.default": _max_pool_limit,
+    "aten.max_pool3d_with_indices.default": _max_pool_limit,
+    **dict.fromkeys(ADAPTIVE_POOLING, _adaptive_pool_limit),
 }
 
 
