@@ -11,6 +11,11 @@
 #   SUITE_FILES    space-separated test files under <suite>/<operators|models>/ instead of all of them
 #   PYTHON         interpreter (default python)
 #
+# models: needs torchvision (and torchaudio for test_torchaudio.py). A model file whose package is not
+# installed is left out and named after the table, never silently. When torchvision's C++ ops cannot
+# load (a CUDA wheel beside a CPU torch), scripts/suite_plugins/torchvision_op_schemas.py declares their
+# schemas so its pure-Python models import (see that file).
+#
 # Needs pytest-xdist, pytest-json-report and pytest-timeout (the suite's per-test time limits are
 # ignored without pytest-timeout). A flow's run may fail (exit != 0) and the others still run;
 # the script exits non-zero when any flow had failures.
@@ -43,6 +48,18 @@ workers="${SUITE_WORKERS:-2}"
 mkdir -p "$out"
 
 targets=()
+not_run=()
+extra=()
+if [ "$which_suite" = models ]; then
+  export PYTHONPATH="$(cd "$(dirname "$0")" && pwd)/suite_plugins${PYTHONPATH:+:$PYTHONPATH}"
+  extra+=(-p torchvision_op_schemas)
+  for pkg in torchvision torchaudio; do
+    if ! "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$pkg') is None)"; then
+      extra+=(--ignore="$suite_root/models/test_$pkg.py")
+      not_run+=("models/test_$pkg.py: not run, $pkg is not installed")
+    fi
+  done
+fi
 if [ -n "${SUITE_FILES:-}" ]; then
   for f in $SUITE_FILES; do targets+=("$suite_root/$which_suite/$f"); done
 else
@@ -55,7 +72,8 @@ for flow in "${flows[@]}"; do
   args=(-m pytest -c /dev/null --rootdir="$suite_root" "${targets[@]}"
         -p et_tensorrt.conformance.pytest_plugin -m "flow_$flow"
         -n "$workers" -p no:cacheprovider -q -rfE --tb=native
-        --json-report --json-report-file="$out/$flow.json" --json-report-omit=collectors,log,warnings)
+        --json-report --json-report-file="$out/$flow.json" --json-report-omit=collectors,log,warnings
+        "${extra[@]}")
   [ -n "${SUITE_FILTER:-}" ] && args+=(-k "$SUITE_FILTER")
   start=$(date +%s)
   "$PYTHON" "${args[@]}" >"$out/$flow.log" 2>&1
@@ -67,4 +85,5 @@ done
 reports=()
 for flow in "${flows[@]}"; do reports+=("$out/$flow.json"); done
 "$PYTHON" "$(dirname "$0")/summarize_suite.py" "${reports[@]}"
+for line in "${not_run[@]}"; do echo "$line"; done
 exit $status
