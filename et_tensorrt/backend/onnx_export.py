@@ -80,8 +80,36 @@ def _bound(value) -> Optional[int]:
     return int(value)
 
 
+def _symbol_hint(d, symbol) -> Optional[int]:
+    """The example value ``symbol`` had when the program was traced (``d`` is a SymInt using it)."""
+    try:
+        value = d.node.shape_env.var_to_val.get(symbol)
+        return int(value) if value is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def linear_form(expr) -> Optional[tuple]:
+    """``(symbol, a, b)`` when ``expr`` is ``a*symbol + b`` with integers a > 0, b (``16*s`` from a derived
+    ``Dim("h") * 16``), else None."""
+    free = list(expr.free_symbols)
+    if len(free) != 1:
+        return None
+    symbol = free[0]
+    poly = expr.as_poly(symbol) if hasattr(expr, "as_poly") else None
+    if poly is None or poly.degree() != 1:
+        return None
+    a, b = (int(c) if c.is_Integer else None for c in poly.all_coeffs())
+    if a is None or b is None or a <= 0:
+        return None
+    return symbol, a, b
+
+
 def symbol_ranges(ep: ExportedProgram, max_factor: int = 2) -> tuple[dict, dict, dict]:
-    """For each input symbol: profile (min, opt, max), declared (min, max or -1), picked maxima."""
+    """For each input symbol: profile (min, opt, max), declared (min, max or -1), picked maxima.
+
+    An input dim is a plain dynamic dim (``s0``) or a linear one (``16*s0 + 1``, from a derived ``Dim``);
+    the ranges are per symbol, and ``_dims`` turns them into each dim's range."""
     profile, declared, picked = {}, {}, {}
     for node in user_input_nodes(ep):
         val = node.meta.get("val")
@@ -91,25 +119,31 @@ def symbol_ranges(ep: ExportedProgram, max_factor: int = 2) -> tuple[dict, dict,
             if not isinstance(d, torch.SymInt):
                 continue
             expr = d.node.expr
-            if not getattr(expr, "is_Symbol", False):
+            form = linear_form(expr)
+            if form is None:
                 raise EngineBuildError(
-                    f"input {node.name!r} dim {i} has the symbolic size {expr}; only plain dynamic dims are supported"
+                    f"input {node.name!r} dim {i} has the symbolic size {expr}; only dynamic dims of the form "
+                    "a*s + b (a plain or a derived torch.export.Dim) are supported"
                 )
-            if expr in profile:
+            symbol, a, b = form
+            if symbol in profile:
                 continue
-            rng = ep.range_constraints.get(expr)
+            rng = ep.range_constraints.get(symbol)
             lo = _bound(rng.lower) if rng is not None else None
             hi = _bound(rng.upper) if rng is not None else None
             lo = max(1, lo or 1)
-            opt = _hint(d) or lo
-            opt = max(opt, lo)
+            hint = _symbol_hint(d, symbol)
+            if hint is None:
+                size = _hint(d)
+                hint = (size - b) // a if size is not None else None
+            opt = max(hint or lo, lo)
             if hi is not None:
                 opt = min(opt, hi)
-            declared[expr] = (lo, -1 if hi is None else hi)
+            declared[symbol] = (lo, -1 if hi is None else hi)
             if hi is None:
                 hi = max(lo, 2 * opt)
-                picked[f"{node.name}:{i}"] = hi
-            profile[expr] = (lo, opt, hi)
+                picked[f"{node.name}:{i}"] = a * hi + b
+            profile[symbol] = (lo, opt, hi)
     return profile, declared, picked
 
 
@@ -224,10 +258,11 @@ def with_precision(
             expr = _sym_of(d)
             if isinstance(expr, int):
                 continue
-            if expr not in names:
-                lo, _, hi = profile[expr]
-                names[expr] = torch.export.Dim(f"d{len(names)}", min=max(lo, 2), max=max(hi, 3))
-            spec[i] = names[expr]
+            symbol, a, b = linear_form(expr)
+            if symbol not in names:
+                lo, _, hi = profile[symbol]
+                names[symbol] = torch.export.Dim(f"d{len(names)}", min=max(lo, 2), max=max(hi, 3))
+            spec[i] = names[symbol] if (a, b) == (1, 0) else names[symbol] * a + b
         dyn.append(spec or None)
     # torch.export specializes sizes 0/1: give dynamic dims an example size of at least 2.
     args = tuple(

@@ -38,6 +38,32 @@ def _user_op_names(ops) -> frozenset:
     return frozenset(names)
 
 
+def _is_symbolic(node: Node) -> bool:
+    """A node whose value is a scalar (a SymInt from ``sym_size``, shape arithmetic), not a tensor."""
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+
+
+def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Reason]:
+    """Scalars may not cross a partition boundary: engines take and return tensors only. A delegated
+    scalar read outside its partition stays on the host (the host computes its own sizes), and so does
+    a delegated node that reads a scalar computed outside its partition."""
+    crossings: Dict[str, Reason] = {}
+    for node in calls:
+        tag = tags.get(node.name)
+        if tag is None:
+            continue
+        if _is_symbolic(node) and any(tags.get(u.name) != tag for u in node.users):
+            crossings[node.name] = Reason(
+                "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
+            )
+        for source in placement.input_nodes(node):
+            if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
+                crossings[node.name] = Reason(
+                    "symbolic-boundary", f"reads {source.name}, a scalar (size) computed outside the partition"
+                )
+    return crossings
+
+
 class TensorRTPartitioner(Partitioner):
     """Delegates to ``EtTensorRTBackend`` the nodes that pass placement, cast, capability and user
     rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes.
@@ -126,6 +152,28 @@ class TensorRTPartitioner(Partitioner):
             n.name for n in calls if n.name in refused and self._would_drop_device(n, refused[n.name], placed)
         )
 
+        while True:  # refusing a symbolic boundary node changes the partitions: group again
+            tags = self._group(gm, calls, refused)
+            crossings = _symbolic_crossings(calls, tags)
+            if not crossings:
+                break
+            refused.update(crossings)
+
+        decisions = [
+            NodeDecision(
+                name=n.name,
+                op=op_name(n.target),
+                devices=placement.recorded_devices(n),
+                partition=tags.get(n.name),
+                reason=None if n.name in tags else refused[n.name],
+            )
+            for n in calls
+        ]
+        report = PartitionReport(str(self.target_device), placed, decisions, warned)
+        return report, tags
+
+    def _group(self, gm, calls: List[Node], refused: Dict[str, Reason]) -> Dict[str, str]:
+        """Partition tags of the accepted nodes; groups too small or only views are refused (in place)."""
         accepted = [n.name for n in calls if n.name not in refused]
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         proposals = CapabilityBasedPartitioner(
@@ -152,19 +200,7 @@ class TensorRTPartitioner(Partitioner):
             tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
             for n in nodes:
                 tags[n.name] = tag
-
-        decisions = [
-            NodeDecision(
-                name=n.name,
-                op=op_name(n.target),
-                devices=placement.recorded_devices(n),
-                partition=tags.get(n.name),
-                reason=None if n.name in tags else refused[n.name],
-            )
-            for n in calls
-        ]
-        report = PartitionReport(str(self.target_device), placed, decisions, warned)
-        return report, tags
+        return tags
 
     # -- the ExecuTorch Partitioner interface -------------------------------------------------
 

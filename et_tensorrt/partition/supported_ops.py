@@ -77,6 +77,8 @@ NON_COMPUTE_OPS = frozenset({
     "operator.getitem",
     "aten._assert_tensor_metadata.default",
     "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
+    # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
+    "_operator.mul", "_operator.add", "_operator.sub", "_operator.floordiv",
 })
 
 # Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into

@@ -11,6 +11,8 @@ from et_tensorrt.partition.supported_ops import CAST_OPS, SUPPORTED_OPS, is_supp
 
 
 def _resolve(name):
+    if name.startswith("_operator."):  # Python's size arithmetic on SymInts
+        return getattr(operator, name.split(".", 1)[1])
     namespace, op, overload = name.split(".")
     return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 

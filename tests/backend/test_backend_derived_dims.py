@@ -1,0 +1,50 @@
+"""Inputs whose dynamic dims are derived (``Dim("h") * 16``, as vision models declare them) lower: the engine
+profile is the derived range, and the program runs at other sizes of that form."""
+
+import torch
+from executorch.exir.lowered_backend_module import get_lowered_submodules
+
+import et_tensorrt
+from et_tensorrt.backend import blob as B
+
+
+class ConvPool(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 16).flatten(1)
+
+
+def test_derived_dims_lower_with_their_range_and_run_at_other_sizes():
+    height = torch.export.Dim("height", min=1, max=8)
+    width = torch.export.Dim("width", min=2, max=4)
+    model = ConvPool().eval()
+    pte = et_tensorrt.lower(
+        model, (torch.randn(1, 3, 64, 48),), dynamic_shapes=({2: height * 16, 3: width * 16 + 0},), min_block_size=1
+    )
+    assert et_tensorrt.lower.last_report.host_nodes == {}
+    runner = et_tensorrt.Runner(pte)
+    for h, w in ((64, 48), (32, 32), (128, 64)):
+        x = torch.randn(1, 3, h, w)
+        [got] = runner.run([x])
+        torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_derived_dim_profile_is_the_derived_range():
+    from executorch.exir import to_edge_transform_and_lower
+
+    from et_tensorrt import TensorRTPartitioner
+
+    height = torch.export.Dim("height", min=1, max=8)
+    ep = torch.export.export(ConvPool().eval(), (torch.randn(1, 3, 64, 32),), dynamic_shapes=({2: height * 16},))
+    edge = to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(min_block_size=1)])
+    [(_, lowered, _)] = get_lowered_submodules(edge.exported_program().graph_module)
+    blob = B.read_blob(lowered.processed_bytes)
+    # the base symbol's range as torch.export recorded it (it may narrow min=1 to 2), times 16
+    x = next(n for n in ep.graph.nodes if n.op == "placeholder" and n.name == "x")
+    [symbol] = x.meta["val"].shape[2].node.expr.free_symbols
+    low = int(ep.range_constraints[symbol].lower)
+    assert blob.inputs[0].dims[2] == B.DimRange(16 * low, 64, 128)
+    assert blob.inputs[0].dims[3] == B.DimRange.static(32)
