@@ -21,7 +21,10 @@ A node is delegated only when all four rules pass; each refusal carries a named 
    every tensor it touches has a dtype TensorRT handles (no complex, no float64).
 4. User choice. The op is not in ``torch_executed_ops``.
 
-Partitions with fewer than ``min_block_size`` compute nodes are then dropped;
+Partitions with fewer than ``min_block_size`` compute nodes are then dropped, and so are partitions of
+only views (unless they are the whole graph). Scalars (sizes from ``sym_size`` and SymInt arithmetic)
+never cross a partition boundary: a delegated size read outside its partition, or a delegated node
+reading a size computed outside, is refused (``symbolic-boundary``) and the grouping redone;
 ``require_full_compilation=True`` raises ``PartitionError`` listing every refused node. A node kept
 off the engine only because of its device, which a device-blind partitioner would have absorbed,
 is named in a ``PlacementWarning``. Delegate output metadata is the graph's own ``meta["val"]``;
