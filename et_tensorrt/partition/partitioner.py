@@ -221,6 +221,10 @@ class TensorRTPartitioner(Partitioner):
                 f"require_full_compilation=True but {len(report.host_nodes)} node(s) stay on "
                 f"the host:\n{listing}"
             )
+        # ExecuTorch's to_edge hands the caller's ``constants`` dict on by reference, and lowering deletes
+        # from it every constant a delegate takes (tag_constant_data below): without a copy the caller's
+        # ExportedProgram loses its lifted tensors and ``ep.module()`` fails with a KeyError.
+        exported_program._constants = dict(exported_program.constants)
         for node in exported_program.graph_module.graph.nodes:
             node.meta.pop("delegation_tag", None)  # a re-run must not keep stale tags
             if node.name in tags:
