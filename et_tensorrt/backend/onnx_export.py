@@ -108,8 +108,9 @@ def linear_form(expr) -> Optional[tuple]:
 def symbol_ranges(ep: ExportedProgram, max_factor: int = 2) -> tuple[dict, dict, dict]:
     """For each input symbol: profile (min, opt, max), declared (min, max or -1), picked maxima.
 
-    An input dim is a plain dynamic dim (``s0``) or a linear one (``16*s0 + 1``, from a derived ``Dim``);
-    the ranges are per symbol, and ``_dims`` turns them into each dim's range."""
+    An input dim is a plain dynamic dim (``s0``), a linear one (``16*s0``, from a derived ``Dim``) or, for a
+    partition fed by another, any size expression of the program's symbols (``(4*s0 + 7)//8``). The
+    ranges are per symbol; ``_dims`` turns them into each dim's range."""
     profile, declared, picked = {}, {}, {}
     for node in user_input_nodes(ep):
         val = node.meta.get("val")
@@ -120,31 +121,56 @@ def symbol_ranges(ep: ExportedProgram, max_factor: int = 2) -> tuple[dict, dict,
                 continue
             expr = d.node.expr
             form = linear_form(expr)
-            if form is None:
-                raise EngineBuildError(
-                    f"input {node.name!r} dim {i} has the symbolic size {expr}; only dynamic dims of the form "
-                    "a*s + b (a plain or a derived torch.export.Dim) are supported"
-                )
-            symbol, a, b = form
-            if symbol in profile:
-                continue
-            rng = ep.range_constraints.get(symbol)
-            lo = _bound(rng.lower) if rng is not None else None
-            hi = _bound(rng.upper) if rng is not None else None
-            lo = max(1, lo or 1)
-            hint = _symbol_hint(d, symbol)
-            if hint is None:
-                size = _hint(d)
-                hint = (size - b) // a if size is not None else None
-            opt = max(hint or lo, lo)
-            if hi is not None:
-                opt = min(opt, hi)
-            declared[symbol] = (lo, -1 if hi is None else hi)
-            if hi is None:
-                hi = max(lo, 2 * opt)
-                picked[f"{node.name}:{i}"] = a * hi + b
-            profile[symbol] = (lo, opt, hi)
+            for symbol in sorted(expr.free_symbols, key=str):
+                if symbol in profile:
+                    continue
+                rng = ep.range_constraints.get(symbol)
+                if rng is None:
+                    raise EngineBuildError(
+                        f"input {node.name!r} dim {i} has the symbolic size {expr}, and the program records "
+                        f"no range for {symbol}"
+                    )
+                lo = max(1, _bound(rng.lower) or 1)
+                hi = _bound(rng.upper)
+                hint = _symbol_hint(d, symbol)
+                if hint is None and form is not None:
+                    size = _hint(d)
+                    hint = (size - form[2]) // form[1] if size is not None else None
+                opt = max(hint or lo, lo)
+                if hi is not None:
+                    opt = min(opt, hi)
+                declared[symbol] = (lo, -1 if hi is None else hi)
+                if hi is None:
+                    hi = max(lo, max_factor * opt)
+                    picked[f"{node.name}:{i}"] = hi if form is None else form[1] * hi + form[2]
+                profile[symbol] = (lo, opt, hi)
     return profile, declared, picked
+
+
+# A one-symbol size expression is evaluated at every value of its symbol up to this many values (exact
+# range even for floor divisions and modulos); beyond it, and with several symbols, at the range corners.
+_EXACT_RANGE_VALUES = 4096
+
+
+def expr_range(expr, profile: dict) -> tuple[int, int, int]:
+    """(min, opt, max) of a size expression over the profile ranges of its symbols."""
+    import itertools
+
+    import sympy
+
+    free = sorted(expr.free_symbols, key=str)
+    opt = int(expr.xreplace({s: sympy.Integer(profile[s][1]) for s in free}))
+    if len(free) == 1 and linear_form(expr) is None:
+        (symbol,) = free
+        lo, _, hi = profile[symbol]
+        if hi - lo < _EXACT_RANGE_VALUES:
+            values = [int(expr.xreplace({symbol: sympy.Integer(v)})) for v in range(lo, hi + 1)]
+            return min(values), opt, max(values)
+    corners = [
+        int(expr.xreplace({s: sympy.Integer(v) for s, v in zip(free, point)}))
+        for point in itertools.product(*[(profile[s][0], profile[s][2]) for s in free])
+    ]
+    return min(corners), opt, max(corners)
 
 
 def _dims(val: torch.Tensor, profile: dict, declared: dict, ep: ExportedProgram):
@@ -157,8 +183,7 @@ def _dims(val: torch.Tensor, profile: dict, declared: dict, ep: ExportedProgram)
             continue
         free = expr.free_symbols
         if free and free.issubset(profile.keys()):
-            vals = [int(expr.subs({s: profile[s][k] for s in free})) for k in range(3)]
-            lo, opt, hi = min(vals[0], vals[2]), vals[1], max(vals[0], vals[2])
+            lo, opt, hi = expr_range(expr, profile)
             dims.append(DimRange(lo, opt, hi))
             if all(declared[s][1] != -1 for s in free):
                 decl.append(DimRange(lo, opt, hi))
@@ -258,7 +283,11 @@ def with_precision(
             expr = _sym_of(d)
             if isinstance(expr, int):
                 continue
-            symbol, a, b = linear_form(expr)
+            form = linear_form(expr)
+            if form is None:  # a size computed from other sizes: let export find it again
+                spec[i] = torch.export.Dim.AUTO
+                continue
+            symbol, a, b = form
             if symbol not in names:
                 lo, _, hi = profile[symbol]
                 names[symbol] = torch.export.Dim(f"d{len(names)}", min=max(lo, 2), max=max(hi, 3))
@@ -268,7 +297,8 @@ def with_precision(
     args = tuple(
         torch.zeros([r.opt if r.is_static else max(2, r.opt) for r in info.dims], dtype=info.dtype) for info in inputs
     )
-    return torch.export.export(module, args, dynamic_shapes=tuple(dyn) if names else None, strict=False)
+    dynamic = any(spec for spec in dyn)
+    return torch.export.export(module, args, dynamic_shapes=tuple(dyn) if dynamic else None, strict=False)
 
 
 def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 2) -> OnnxExport:

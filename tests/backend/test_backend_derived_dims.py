@@ -48,3 +48,25 @@ def test_derived_dim_profile_is_the_derived_range():
     low = int(ep.range_constraints[symbol].lower)
     assert blob.inputs[0].dims[2] == B.DimRange(16 * low, 64, 128)
     assert blob.inputs[0].dims[3] == B.DimRange.static(32)
+
+
+class StridedThenScaled(torch.nn.Module):
+    def forward(self, x):
+        every_eighth = x[:, ::8]  # size (s + 7) // 8: kept on the host below
+        return torch.relu(every_eighth) * 2 + 1
+
+
+def test_an_engine_fed_a_computed_size_gets_its_range_and_runs():
+    seq = torch.export.Dim("seq", min=9, max=100)  # export: (s + 7) // 8 >= 2
+    model = StridedThenScaled().eval()
+    pte = et_tensorrt.lower(
+        model, (torch.randn(2, 40),), dynamic_shapes=({1: seq},), min_block_size=1,
+        torch_executed_ops=["aten.slice_copy.Tensor", "aten.slice.Tensor"],
+    )
+    report = et_tensorrt.lower.last_report
+    assert set(report.host_nodes) == {"aten_slice_copy_tensor"}, report
+    runner = et_tensorrt.Runner(pte)
+    for n in (9, 17, 40, 100):
+        x = torch.randn(2, n)
+        [got] = runner.run([x])
+        torch.testing.assert_close(got, model(x))
