@@ -55,6 +55,7 @@ def _rewrite_node(node: torch.fx.Node) -> None:
     elif hasattr(target, "_op") and isinstance(target._op, torch._ops.OpOverload):
         node.target = _view_op(target._op)
     _spell_out_reductions(node)
+    _cast_input_first(node)
     _adaptive_to_plain_pooling(node)
 
 
@@ -85,6 +86,38 @@ def _spell_out_reductions(node: torch.fx.Node) -> None:
             else:
                 node.kwargs = {**node.kwargs, "dim": every_dim}
             node.args = tuple(args)
+
+
+# Ops whose ``dtype`` argument means "cast the input, then compute" (PyTorch), which the ONNX exporter
+# translates as "compute, then cast": a mean of int64 in ONNX divides in integers (mean([1, 2]) = 1).
+_DTYPE_ARG_POSITION = {
+    torch.ops.aten.mean.dim: None, torch.ops.aten.mean.default: None,
+    torch.ops.aten.sum.dim_IntList: None, torch.ops.aten.sum.default: None,
+    torch.ops.aten.softmax.int: 2, torch.ops.aten.log_softmax.int: 2,
+}
+
+
+def _cast_input_first(node: torch.fx.Node) -> None:
+    """``op(x, ..., dtype=d)`` -> ``op(x.to(d), ...)``: the cast PyTorch does first, made explicit."""
+    if node.target not in _DTYPE_ARG_POSITION:
+        return
+    position = _DTYPE_ARG_POSITION[node.target]
+    args, kwargs = list(node.args), dict(node.kwargs)
+    if position is not None and len(args) > position:
+        dtype = args[position]
+        args[position] = None
+    else:
+        dtype = kwargs.pop("dtype", None)
+    source = args[0]
+    val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+    if dtype is None or not isinstance(val, torch.Tensor):
+        return
+    if val.dtype != dtype:
+        with node.graph.inserting_before(node):
+            cast = node.graph.call_function(torch.ops.aten._to_copy.default, (source,), {"dtype": dtype})
+        cast.meta["val"] = val.to(dtype)
+        args[0] = cast
+    node.args, node.kwargs = tuple(args), kwargs
 
 
 def _adaptive_to_plain_pooling(node: torch.fx.Node) -> None:

@@ -1,4 +1,5 @@
-"""Reductions over all dims and no-op views lower (the ONNX exporter needs the dims spelled out)."""
+"""Reductions over all dims and no-op views lower (the ONNX exporter needs the dims spelled out), and a
+reduction's ``dtype`` casts its input first, as in PyTorch (the exporter alone casts the result)."""
 
 import torch
 
@@ -17,3 +18,18 @@ def test_all_dim_reductions_slices_and_selects_lower_and_match_eager():
     assert et_tensorrt.lower.last_report.host_nodes == {}
     for got, want in zip(et_tensorrt.Runner(pte).run([x]), AllDims()(x)):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+class MeanAsFloat(torch.nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dtype=torch.float32), torch.sum(x.half(), dim=1, dtype=torch.float32)
+
+
+def test_reduction_dtype_casts_the_input_before_reducing():
+    # An int64 mean computed in integers and then cast is off by up to 1 (mean([1, 2]) = 1): onnxruntime
+    # checks the engine's ONNX against PyTorch (validate=True) and would refuse to build.
+    x = torch.randint(0, 10, (5, 10))
+    pte = et_tensorrt.lower(MeanAsFloat(), (x,), min_block_size=1, validate=True)
+    assert et_tensorrt.lower.last_report.host_nodes == {}
+    for got, want in zip(et_tensorrt.Runner(pte).run([x]), MeanAsFloat()(x)):
+        torch.testing.assert_close(got, want)
