@@ -3,6 +3,12 @@
 The suite's operator tests are single-op graphs, so the flow lowers with ``min_block_size=1``
 (the partitioner's default of 5 would leave every one of them on the host and measure nothing).
 Everything else is the partitioner's default: engine device ``cuda:0``, fp32, no user exclusions.
+
+On a machine without a GPU the suite runs each delegate through the PyTorch program embedded in its
+blob, so it checks partitioning, lowering, the blob and the runtime, not the engine's numbers. The
+``et_tensorrt_onnx_checked`` flow adds what can be checked there: every partition's ONNX (the engine's
+source) is run by onnxruntime and compared with PyTorch at lowering time (``et_tensorrt.validate``); a
+mismatch fails the subtest.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any, Mapping, Optional
 from executorch.backends.test.suite.flow import TestFlow
 
 FLOW_NAME = "et_tensorrt"
+ONNX_CHECKED_FLOW_NAME = "et_tensorrt_onnx_checked"
 BACKEND_NAME = "et_tensorrt"
 
 # What the conformance flow hands every TensorRTPartitioner it creates.
@@ -44,3 +51,9 @@ def make_flow(
 
 
 ET_TENSORRT_TEST_FLOW = make_flow()
+ET_TENSORRT_ONNX_CHECKED_FLOW = make_flow(
+    ONNX_CHECKED_FLOW_NAME,
+    # et_tensorrt.compile_specs.VALIDATE, spelled out: importing et_tensorrt loads its native module.
+    partitioner_options={**FLOW_PARTITIONER_OPTIONS, "compile_specs": {"et_tensorrt.validate": True}},
+)
+ET_TENSORRT_FLOWS = (ET_TENSORRT_TEST_FLOW, ET_TENSORRT_ONNX_CHECKED_FLOW)

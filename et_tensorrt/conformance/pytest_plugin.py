@@ -1,4 +1,5 @@
-"""Pytest plugin that adds the ``et_tensorrt`` flow to ExecuTorch's backend test suite.
+"""Pytest plugin that adds our flows (``et_tensorrt``, ``et_tensorrt_onnx_checked``) to ExecuTorch's backend
+test suite.
 
 The suite's ``conftest.py`` reads ``executorch.backends.test.suite.flow.all_flows()`` (a hard-coded
 dict) when it is imported, to declare the ``flow_<name>``/``backend_<name>`` markers and the
@@ -8,14 +9,14 @@ dict) when it is imported, to declare the ``flow_<name>``/``backend_<name>`` mar
     python -m pytest -c /dev/null --rootdir=<site-packages>/executorch/backends/test/suite \\
         <suite>/operators/test_add.py -p et_tensorrt.conformance.pytest_plugin -m flow_et_tensorrt
 
-Idempotent: loading it twice (``-p`` plus ``PYTEST_PLUGINS``) still adds the flow once.
+Idempotent: loading it twice (``-p`` plus ``PYTEST_PLUGINS``) still adds each flow once.
 """
 
 from __future__ import annotations
 
 import executorch.backends.test.suite.flow as _suite_flow
 
-from .flow import ET_TENSORRT_TEST_FLOW
+from .flow import ET_TENSORRT_FLOWS
 
 
 def _install() -> None:
@@ -25,7 +26,7 @@ def _install() -> None:
 
     def all_flows():
         flows = dict(original())
-        flows[ET_TENSORRT_TEST_FLOW.name] = ET_TENSORRT_TEST_FLOW
+        flows.update({flow.name: flow for flow in ET_TENSORRT_FLOWS})
         return flows
 
     all_flows._et_tensorrt_wrapped = True  # type: ignore[attr-defined]

@@ -1,10 +1,13 @@
-"""CI slice of ExecuTorch's backend test suite through the et_tensorrt flow.
+"""CI slice of ExecuTorch's backend test suite through the et_tensorrt_onnx_checked flow.
 
 Runs a fixed, representative slice of the suite's operator tests (elementwise binary with
-broadcasting, an activation, 2-D convolution) from the installed executorch wheel, in a subprocess,
-through ``-p et_tensorrt.conformance.pytest_plugin -m flow_et_tensorrt`` - the same path
-``scripts/backend_suite.sh`` takes - and checks the JSON report: no failed test or subtest, no
-subtest that delegates and is then skipped, and at least ``MIN_DELEGATED_PASSES`` delegated passes.
+broadcasting, an activation, 2-D convolution, a mean of int64 as float32) from the installed
+executorch wheel, in a subprocess, through ``-p et_tensorrt.conformance.pytest_plugin
+-m flow_et_tensorrt_onnx_checked`` - the same path ``scripts/backend_suite.sh`` takes; that flow also
+runs each partition's ONNX (the engine's source) with onnxruntime against PyTorch, the check of the
+engine's numbers that a machine without a GPU allows - and checks the JSON report: no failed test or
+subtest, no subtest that delegates and is then skipped, and at least ``MIN_DELEGATED_PASSES``
+delegated passes.
 
 Needs pytest-json-report (test extra). Without it this test FAILS rather than skips: a silently
 skipped conformance check is worse than none.
@@ -20,15 +23,18 @@ import sys
 
 import pytest
 
+from et_tensorrt.conformance.flow import ONNX_CHECKED_FLOW_NAME as FLOW
+
 # Files (or node ids) under <suite>/operators/. Kept small: lowering costs ~2-7 s per subtest.
 SLICE = (
     "test_add.py",
     "test_relu.py",
     "test_conv2d.py::test_conv2d_basic",
     "test_conv2d.py::test_conv2d_no_bias",
+    "test_mean.py::test_mean_output_dtype",  # its float64 subtests stay on the host
 )
-# Delegated, passing subtests the slice produces today (add 5, relu 3, conv2d 2).
-MIN_DELEGATED_PASSES = 10
+# Delegated, passing subtests the slice produces today (add 5, relu 3, conv2d 2, mean 1).
+MIN_DELEGATED_PASSES = 11
 TIMEOUT_S = 600
 
 
@@ -50,7 +56,7 @@ def test_backend_suite_slice(tmp_path):
     cmd = [
         sys.executable, "-m", "pytest", "-c", os.devnull, f"--rootdir={suite}",
         *(os.path.join(suite, "operators", item) for item in SLICE),
-        "-p", "et_tensorrt.conformance.pytest_plugin", "-m", "flow_et_tensorrt",
+        "-p", "et_tensorrt.conformance.pytest_plugin", "-m", f"flow_{FLOW}",
         "-p", "no:cacheprovider", "-q", "--tb=native",
         "--json-report", f"--json-report-file={report_path}",
     ]
@@ -67,8 +73,8 @@ def test_backend_suite_slice(tmp_path):
         sys.path.pop(0)
     row = summarize_suite.summarize(str(report_path))
 
-    assert row.flow == "et_tensorrt", row.flow
-    assert row.tests > 0, f"the slice collected no et_tensorrt tests:\n{tail}"
+    assert row.flow == FLOW, row.flow
+    assert row.tests > 0, f"the slice collected no {FLOW} tests:\n{tail}"
     assert row.failed == 0 and not row.failures, (
         f"{row.failed} failed test(s):\n{summarize_suite.details([row])}\n{tail}"
     )
