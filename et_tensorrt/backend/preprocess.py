@@ -27,6 +27,7 @@ from et_tensorrt.backend import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64
+from et_tensorrt.backend.validation import ValidationInconclusive
 from et_tensorrt.backend.validation import validate as validate_onnx
 from et_tensorrt.errors import EngineBuildError
 
@@ -135,8 +136,11 @@ class EtTensorRTBackend(BackendDetails):
                     "cast the model to float32 or keep this op on the host"
                 )
             if do_validate:
-                errors = validate_onnx(aten_ep, export, precision)
-                metadata["validation_max_abs_error"] = errors
+                try:
+                    metadata["validation_max_abs_error"] = validate_onnx(aten_ep, export, precision)
+                except ValidationInconclusive as exc:  # nothing compared: say so, build anyway
+                    metadata["validation_inconclusive"] = str(exc)
+                    logger.warning("%s: ONNX not validated: %s", label, exc)
             result = build_engine(export, settings)
             engine = result.engine
             metadata.update(build_seconds=round(result.seconds, 3), engine_cache_key=result.cache_key, cache_hit=result.cache_hit)

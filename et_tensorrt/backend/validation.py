@@ -1,24 +1,90 @@
-"""Check the exported ONNX with onnxruntime against PyTorch on the partition (random inputs)."""
+"""Check the exported ONNX with onnxruntime against PyTorch on the partition (random inputs).
+
+Random integers must be inputs the partition accepts: an index input gets values inside the dim it
+indexes (the ONNX Gather of an out-of-range index fails), any other integer input nonzero values of
+both signs (an integer division by zero raises in PyTorch; negative values tell floor from truncating
+division). When PyTorch still cannot compute the reference, the check is inconclusive: ``validate``
+raises ``ValidationInconclusive`` and the caller warns instead of refusing the engine.
+"""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.onnx_export import OnnxExport, example_inputs
+from et_tensorrt.backend.edge_to_aten import user_input_nodes
+from et_tensorrt.backend.onnx_export import OnnxExport
 from et_tensorrt.errors import ValidationError
 
 TOLERANCES = {"fp32": (1e-3, 1e-4), "fp16": (2e-2, 2e-2), "bf16": (5e-2, 5e-2)}
+_INT_MAGNITUDE = 4  # random non-index integers lie in [-4, -1] u [1, 4]
+
+
+class ValidationInconclusive(Exception):
+    """PyTorch could not compute the reference on the random inputs: nothing was compared."""
+
+
+def _size(value) -> int:
+    return value if isinstance(value, int) else 1  # a symbolic dim: index 0 is always inside it
+
+
+def _indexed_dims(data: torch.fx.Node, dims) -> list:
+    val = data.meta.get("val") if isinstance(data, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return [1]
+    return [_size(val.shape[d]) for d in dims if -val.dim() <= d < val.dim()] or [1]
+
+
+def _index_bound(node: torch.fx.Node) -> Optional[int]:
+    """The exclusive upper bound for an integer input used as an index (None: not an index)."""
+    aten = torch.ops.aten
+    bounds = []
+    for user in node.users:
+        args = user.args
+        if user.target in (aten.index_select.default, aten.gather.default) and len(args) > 2 and args[2] is node:
+            bounds += _indexed_dims(args[0], [args[1]])
+        elif user.target is aten.embedding.default and len(args) > 1 and args[1] is node:
+            bounds += _indexed_dims(args[0], [0])
+        elif user.target in (aten.index.Tensor, aten.index_put.default) and len(args) > 1:
+            bounds += _indexed_dims(args[0], [i for i, x in enumerate(args[1]) if x is node] or [])
+        elif user.target in (aten.scatter.src, aten.scatter.value, aten.scatter_add.default) and len(args) > 2 and args[2] is node:
+            bounds += _indexed_dims(args[0], [args[1]])
+    return min(bounds) if bounds else None
+
+
+def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) -> tuple:
+    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for node, info in zip(user_input_nodes(ep), export.inputs):
+        shape, dt = [r.opt for r in info.dims], info.dtype
+        if dt.is_floating_point:
+            out.append(torch.randn(shape, generator=gen, dtype=torch.float32).to(dt))
+        elif dt == torch.bool:
+            out.append(torch.randint(0, 2, shape, generator=gen).bool())
+        elif (bound := _index_bound(node)) is not None:
+            out.append(torch.randint(0, max(bound, 1), shape, generator=gen).to(dt))
+        else:
+            magnitude = torch.randint(1, _INT_MAGNITUDE + 1, shape, generator=gen)
+            sign = torch.randint(0, 2, shape, generator=gen) * 2 - 1 if dt.is_signed else 1
+            out.append((magnitude * sign).to(dt))
+    return tuple(out)
 
 
 def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", seed: int = 0) -> dict:
-    """Raise ValidationError when onnxruntime and PyTorch disagree; returns the largest errors."""
+    """Raise ValidationError when onnxruntime and PyTorch disagree (ValidationInconclusive when PyTorch
+    cannot compute the reference); returns the largest errors."""
     import numpy as np
     import onnxruntime as ort
 
-    inputs = example_inputs(export.inputs, random=True, seed=seed)
-    with torch.no_grad():
-        expected = ep.module()(*inputs)
+    inputs = validation_inputs(ep, export, seed)
+    try:
+        with torch.no_grad():
+            expected = ep.module()(*inputs)
+    except Exception as exc:  # noqa: BLE001
+        raise ValidationInconclusive(f"PyTorch cannot run the partition on random inputs: {exc}") from exc
     expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
 
     opts = ort.SessionOptions()

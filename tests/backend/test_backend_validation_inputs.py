@@ -1,0 +1,48 @@
+"""validate=True feeds each partition random inputs it accepts: indices inside the dim they index,
+other integers nonzero and of both signs; a partition PyTorch cannot run on them is reported, not refused."""
+
+import logging
+
+import torch
+
+import et_tensorrt
+
+
+class FloorDivide(torch.nn.Module):
+    def forward(self, x, y):
+        return (torch.floor_divide(x, y),)  # floor, not truncation: -7 // 2 == -4
+
+
+class IndexSelect(torch.nn.Module):
+    def forward(self, x, index):
+        return (torch.index_select(x, 1, index) * 2,)
+
+
+class ShiftedIndex(torch.nn.Module):
+    def forward(self, x, index):
+        return torch.index_select(x * 2, 1, index + 5)  # in range only for the caller's own indices
+
+
+def _lower_validated(model, args):
+    pte = et_tensorrt.lower(model, args, min_block_size=1, validate=True)
+    assert et_tensorrt.lower.last_report.host_nodes == {}
+    for got, want in zip(et_tensorrt.Runner(pte).run(list(args)), model(*args)):
+        torch.testing.assert_close(got, want)
+
+
+def test_integer_division_is_validated_with_nonzero_divisors_of_both_signs():
+    _lower_validated(FloorDivide(), (torch.tensor([[-7, 7, 5]]), torch.tensor([[2, -2, 3]])))
+
+
+def test_index_inputs_are_validated_inside_the_indexed_dim():
+    _lower_validated(IndexSelect(), (torch.randn(5, 3), torch.tensor([0, 2])))
+
+
+def test_a_partition_pytorch_cannot_run_on_random_inputs_is_reported_and_still_built(caplog):
+    args = (torch.randn(5, 8), torch.tensor([-5, -3]))
+    with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
+        pte = et_tensorrt.lower(ShiftedIndex(), args, min_block_size=1, validate=True)
+    assert any("ONNX not validated" in r.getMessage() and "PyTorch cannot run" in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
+    torch.testing.assert_close(et_tensorrt.Runner(pte).run(list(args))[0], ShiftedIndex()(*args))
