@@ -115,7 +115,16 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
         for i, arch in enumerate(settings.target_archs):
             if not config.set_compute_capability(trt.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
-    if any(not d.is_static for info in export.inputs for d in info.dims):
+    shape_inputs = [info.name for i, info in enumerate(export.inputs) if network.get_input(i).is_shape_tensor]
+    if shape_inputs:
+        raise EngineBuildError(
+            f"partition input(s) {', '.join(shape_inputs)} set a shape by their values (TensorRT shape tensors), "
+            "which the partition's dim ranges do not bound; keep the op that reads them on the host"
+        )
+    # The ONNX exporter may leave a dim symbolic that the partition records as static (a size it re-derives
+    # from other inputs): TensorRT then needs a profile too, pinned to the recorded size.
+    network_dynamic = any(-1 in tuple(network.get_input(i).shape) for i in range(network.num_inputs))
+    if network_dynamic or any(not d.is_static for info in export.inputs for d in info.dims):
         profile = builder.create_optimization_profile()
         for info in export.inputs:
             mins = tuple(d.min for d in info.dims)
