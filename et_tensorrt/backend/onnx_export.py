@@ -83,7 +83,10 @@ def _bound(value) -> Optional[int]:
 def _symbol_hint(d, symbol) -> Optional[int]:
     """The example value ``symbol`` had when the program was traced (``d`` is a SymInt using it)."""
     try:
-        value = d.node.shape_env.var_to_val.get(symbol)
+        env = d.node.shape_env
+        # torch 2.13 renamed var_to_val (now deprecated, with a warning per call) to backed_var_to_val.
+        values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+        value = values.get(symbol)
         return int(value) if value is not None else None
     except Exception:  # noqa: BLE001
         return None
