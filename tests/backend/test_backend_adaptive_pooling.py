@@ -18,20 +18,23 @@ class AdaptivePools(torch.nn.Module):
         return values, avg, global_avg
 
 
-def test_adaptive_pooling_lowers_and_matches_eager():
-    x = torch.randn(2, 3, 8, 9)
+def _lowers_whole_and_matches_eager(model, x):
     partitioner = TensorRTPartitioner(min_block_size=1)
     edge = to_edge_transform_and_lower(
-        torch.export.export(AdaptivePools(), (x,)),
+        torch.export.export(model, (x,)),
         partitioner=[partitioner],
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     assert partitioner.report.host_nodes == {}
     got = et_tensorrt.Runner(edge.to_executorch().buffer).run([x])
-    want = AdaptivePools()(x)
+    want = model(x)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_adaptive_pooling_lowers_and_matches_eager():
+    _lowers_whole_and_matches_eager(AdaptivePools(), torch.randn(2, 3, 8, 9))
 
 
 class Pools3d(torch.nn.Module):
@@ -44,14 +47,4 @@ class Pools3d(torch.nn.Module):
 
 
 def test_3d_pooling_lowers_and_matches_eager():
-    x = torch.randn(2, 3, 4, 6, 9)
-    partitioner = TensorRTPartitioner(min_block_size=1)
-    edge = to_edge_transform_and_lower(
-        torch.export.export(Pools3d(), (x,)),
-        partitioner=[partitioner],
-        compile_config=EdgeCompileConfig(_check_ir_validity=False),
-    )
-    assert partitioner.report.host_nodes == {}
-    got = et_tensorrt.Runner(edge.to_executorch().buffer).run([x])
-    for g, w in zip(got, Pools3d()(x)):
-        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    _lowers_whole_and_matches_eager(Pools3d(), torch.randn(2, 3, 4, 6, 9))
