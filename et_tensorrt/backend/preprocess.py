@@ -27,8 +27,7 @@ from et_tensorrt.backend import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64
-from et_tensorrt.backend.validation import ValidationInconclusive
-from et_tensorrt.backend.validation import validate as validate_onnx
+from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")

@@ -48,7 +48,9 @@ def _index_bound(node: torch.fx.Node) -> Optional[int]:
         elif user.target is aten.embedding.default and len(args) > 1 and args[1] is node:
             bounds += _indexed_dims(args[0], [0])
         elif user.target in (aten.index.Tensor, aten.index_put.default) and len(args) > 1:
-            bounds += _indexed_dims(args[0], [i for i, x in enumerate(args[1]) if x is node] or [])
+            positions = [i for i, x in enumerate(args[1]) if x is node]
+            if positions:  # index_put's values (args[2]) are data, not an index
+                bounds += _indexed_dims(args[0], positions)
         elif user.target in (aten.scatter.src, aten.scatter.value, aten.scatter_add.default) and len(args) > 2 and args[2] is node:
             bounds += _indexed_dims(args[0], [args[1]])
     return min(bounds) if bounds else None

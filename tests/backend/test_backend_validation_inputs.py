@@ -46,3 +46,17 @@ def test_a_partition_pytorch_cannot_run_on_random_inputs_is_reported_and_still_b
         r.getMessage() for r in caplog.records
     ]
     torch.testing.assert_close(et_tensorrt.Runner(pte).run(list(args))[0], ShiftedIndex()(*args))
+
+
+def test_only_the_indices_of_index_put_are_bounded_not_its_values():
+    from et_tensorrt.backend.validation import _index_bound
+
+    class IndexPut(torch.nn.Module):
+        def forward(self, x, index, values):
+            return torch.ops.aten.index_put.default(x, [index], values)
+
+    args = (torch.zeros(6, 3, dtype=torch.int64), torch.tensor([0, 2]), torch.ones(2, 3, dtype=torch.int64))
+    ep = torch.export.export(IndexPut(), args)
+    _, index, values = (n for n in ep.graph.nodes if n.op == "placeholder")
+    assert _index_bound(index) == 6
+    assert _index_bound(values) is None  # before: bounded to 1, every value 0
