@@ -1,6 +1,6 @@
 """Input descriptors: torch tensors as ExecuTorch runtime tensors that carry their real device.
 
-The work happens in C++ (`extension/tensor/`); this module only accepts device strings as well as
+The work happens in C++ (`extension/aten_util/`); this module only accepts device strings as well as
 `torch.device` objects.
 """
 

@@ -2,7 +2,7 @@
 
 The program is parsed with ExecuTorch's own deserializer (``deserialize_pte_binary``, which also moves
 delegate segments back inline); every delegate whose backend id is ``EtTensorRTBackend`` is decoded
-with :func:`et_tensorrt.backend.blob.read_blob`. Nothing here needs a GPU or loads the runtime.
+with :func:`et_tensorrt.blob.read_blob`. Nothing here needs a GPU or loads the runtime.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class DelegateInfo:
     backend_id: str
     size: int  # processed bytes
     compile_specs: dict = field(default_factory=dict)
-    blob: object = None  # et_tensorrt.backend.blob.Blob for our delegates
+    blob: object = None  # et_tensorrt.blob.Blob for our delegates
     blob_version: Optional[int] = None  # from the blob header, even when the rest does not parse
     blob_error: str = ""
 
@@ -141,7 +141,7 @@ def _blob_version(data: bytes) -> Optional[int]:
 
 def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
     """Parse a whole program (raises NotAProgramError when it is not one)."""
-    from .backend.blob import read_blob
+    from .blob import read_blob
     from .compile_specs import decode
     from .errors import BlobFormatError
 

@@ -1,10 +1,10 @@
 #include <pybind11/pybind11.h>
 
-#include "../extension/tensor/errors.h"
+#include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
-#include "../extension/tensorrt/delegate_blob.h"
-#include "../extension/tensorrt/delegate_executor.h"
-#include "../extension/tensorrt/placement_plan.h"
+#include "../extension/runtime/blob_reader.h"
+#include "../extension/runtime/delegate_handle.h"
+#include "../extension/runtime/placement_plan.h"
 #include "bindings.h"
 
 namespace py = pybind11;

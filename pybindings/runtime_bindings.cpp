@@ -3,10 +3,10 @@
 #include <pybind11/stl.h>
 
 #include "../extension/runner/program_runner.h"
-#include "../extension/tensorrt/delegate_blob.h"
-#include "../extension/tensorrt/delegate_executor.h"
-#include "../extension/tensorrt/placement_plan.h"
-#include "../extension/tensorrt/tensorrt_backend.h"
+#include "../extension/runtime/blob_reader.h"
+#include "../extension/runtime/delegate_handle.h"
+#include "../extension/runtime/placement_plan.h"
+#include "../extension/runtime/backend_interface.h"
 #include "bindings.h"
 #include "tensor_descriptor_object.h"
 
@@ -35,9 +35,9 @@ std::string_view bytes_view(const py::buffer& data, py::buffer_info& info) {
   return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
 }
 
-std::vector<TensorView> views(const std::vector<TensorDescriptor>& descriptors) {
-  std::vector<TensorView> out;
-  for (const TensorDescriptor& d : descriptors) out.push_back(tensor_view(*d.tensor));
+std::vector<ArgumentInfo> argument_infos(const std::vector<TensorDescriptor>& descriptors) {
+  std::vector<ArgumentInfo> out;
+  for (const TensorDescriptor& d : descriptors) out.push_back(argument_info(*d.tensor));
   return out;
 }
 
@@ -98,7 +98,7 @@ void bind_runtime(py::module_& m) {
         py::buffer_info info;
         const std::string_view bytes = bytes_view(blob_bytes, info);
         const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
-        return std::make_shared<PlacementPlan>(plan_placement(views(inputs), views(outputs), blob,
+        return std::make_shared<PlacementPlan>(plan_placement(argument_infos(inputs), argument_infos(outputs), blob,
                                                               torch_to_executorch_device(execution_device),
                                                               executor, writes_in_place));
       },

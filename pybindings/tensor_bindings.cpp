@@ -2,9 +2,9 @@
 
 #include <sstream>
 
-#include "../extension/tensor/device_translation.h"
-#include "../extension/tensor/dtype_translation.h"
-#include "../extension/tensor/tensor_descriptor.h"
+#include "../extension/aten_util/device_translation.h"
+#include "../extension/aten_util/dtype_translation.h"
+#include "../extension/aten_util/tensor_descriptor.h"
 #include "bindings.h"
 #include "tensor_descriptor_object.h"
 

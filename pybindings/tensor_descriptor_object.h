@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "../extension/tensor/device_translation.h"
-#include "../extension/tensor/dtype_translation.h"
-#include "../extension/tensor/tensor_descriptor.h"
+#include "../extension/aten_util/device_translation.h"
+#include "../extension/aten_util/dtype_translation.h"
+#include "../extension/aten_util/tensor_descriptor.h"
 
 namespace et_tensorrt::python {
 

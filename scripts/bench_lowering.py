@@ -48,7 +48,7 @@ def main():
     from executorch.exir import to_edge
 
     from et_tensorrt import explain, lower
-    from et_tensorrt.backend import trt
+    from et_tensorrt import trt
 
     # Pay one-time imports (exir, onnx exporter, TensorRT) before timing anything.
     t = time.perf_counter()

@@ -4,7 +4,7 @@
 
 The contract checked for every input (``check_blob``): the parser either returns a result or raises
 ``BlobFormatError`` — any other exception, and of course a crash, is a finding. When it parses, the
-result must be self-consistent and agree with the Python reader (et_tensorrt.backend.blob) wherever
+result must be self-consistent and agree with the Python reader (et_tensorrt.blob) wherever
 that reader accepts the same bytes.
 
 Each input is parsed twice: as given, and "fixed up" (magic, version, flags, header size and
@@ -53,7 +53,7 @@ def note_known(what: str) -> None:
 def check_blob(data: bytes) -> str:
     """Parse with the C++ reader; returns "ok" or "rejected". Raises AssertionError on a broken contract."""
     from et_tensorrt import _C
-    from et_tensorrt.backend import blob as B
+    from et_tensorrt import blob as B
     from et_tensorrt.errors import BlobFormatError
 
     try:
@@ -114,7 +114,7 @@ def main() -> None:
 
     with atheris.instrument_imports(include=["et_tensorrt"]):
         import et_tensorrt  # noqa: F401
-        import et_tensorrt.backend.blob  # noqa: F401
+        import et_tensorrt.blob  # noqa: F401
 
     argv = list(sys.argv)
     dirs = [a for a in argv[1:] if not a.startswith("-")]

@@ -92,7 +92,7 @@ def main() -> int:
     run("describe a cuda tensor -> descriptor on cuda:0", describe, et)
 
     def trt_runtime():
-        from et_tensorrt.backend import trt
+        from et_tensorrt import trt
 
         mod = trt.module()
         return f"{trt.flavour()} {getattr(mod, '__version__', '?')}", mod

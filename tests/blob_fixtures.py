@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from et_tensorrt.backend import blob as B
+from et_tensorrt import blob as B
 
 ENGINE = b"vtrt" + bytes(range(60))  # placeholder engine payload: readers never interpret ENGINE bytes
 PROGRAM = b"PK\x03\x04" + b"fake torch.export.save archive" * 3

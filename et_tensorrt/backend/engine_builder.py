@@ -7,7 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from et_tensorrt.backend import build_cache, trt
+from et_tensorrt import trt
+from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 

@@ -15,7 +15,7 @@ from typing import Optional
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.blob import DimRange
+from et_tensorrt.blob import DimRange
 from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
 from et_tensorrt.errors import EngineBuildError
 

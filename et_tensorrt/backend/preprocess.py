@@ -22,8 +22,8 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend import blob as blob_mod
-from et_tensorrt.backend import trt
+from et_tensorrt import blob as blob_mod
+from et_tensorrt import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64

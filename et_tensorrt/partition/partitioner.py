@@ -14,7 +14,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
-from . import placement
+from . import device_rules
 from .report import NodeDecision, PartitionReport, Reason
 from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
 
@@ -56,7 +56,7 @@ def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Re
             crossings[node.name] = Reason(
                 "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
             )
-        for source in placement.input_nodes(node):
+        for source in device_rules.input_nodes(node):
             if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
                 crossings[node.name] = Reason(
                     "symbolic-boundary", f"reads {source.name}, a scalar (size) computed outside the partition"
@@ -86,7 +86,7 @@ class TensorRTPartitioner(Partitioner):
         options = dict(compile_specs or {})
         if EXECUTION_DEVICE in options:
             raise ValueError(f"pass the device as target_device, not as {EXECUTION_DEVICE!r}")
-        self.target_device = placement.engine_device(target_device)
+        self.target_device = device_rules.engine_device(target_device)
         self.min_block_size = min_block_size
         self.torch_executed_ops = _user_op_names(torch_executed_ops)
         self.require_full_compilation = require_full_compilation
@@ -98,7 +98,7 @@ class TensorRTPartitioner(Partitioner):
 
     def _refusal(self, node: Node, placed: bool, refused: Dict[str, Reason]) -> Optional[Reason]:
         engine = self.target_device
-        reason = placement.cast_refusal(node, engine) or placement.placement_refusal(
+        reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(
             node, engine, placed
         )
         if reason is not None:
@@ -111,8 +111,8 @@ class TensorRTPartitioner(Partitioner):
             return Reason("unsupported-args", f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
             return Reason("producer-refused", f"{node.args[0].name} stays on host")
-        for source in [node, *placement.input_nodes(node)]:
-            for t in placement.tensors(source.meta.get("val")):
+        for source in [node, *device_rules.input_nodes(node)]:
+            for t in device_rules.tensors(source.meta.get("val")):
                 code = dtype_refusal(t.dtype)
                 if code is not None:
                     return Reason(code, f"{source.name} is {t.dtype}")
@@ -129,7 +129,7 @@ class TensorRTPartitioner(Partitioner):
         if name not in SUPPORTED_OPS or name in self.torch_executed_ops:
             return False
         return all(
-            dtype_refusal(t.dtype) is None for t in placement.tensors(node.meta.get("val"))
+            dtype_refusal(t.dtype) is None for t in device_rules.tensors(node.meta.get("val"))
         )
 
     # -- analysis, shared by partition() and explain() ----------------------------------------
@@ -141,7 +141,7 @@ class TensorRTPartitioner(Partitioner):
 
     def _analyze(self, exported_program):
         gm = exported_program.graph_module
-        placed = placement.is_placed(gm.graph)
+        placed = device_rules.is_placed(gm.graph)
         calls: List[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
         refused: Dict[str, Reason] = {}
         for node in calls:  # graph order, so a getitem sees its producer's decision
@@ -163,7 +163,7 @@ class TensorRTPartitioner(Partitioner):
             NodeDecision(
                 name=n.name,
                 op=op_name(n.target),
-                devices=placement.recorded_devices(n),
+                devices=device_rules.recorded_devices(n),
                 partition=tags.get(n.name),
                 reason=None if n.name in tags else refused[n.name],
             )

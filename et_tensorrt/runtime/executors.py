@@ -1,6 +1,6 @@
 """Executors the C++ delegate runs a partition with (one per delegate, created at init).
 
-The C++ delegate (extension/tensorrt/delegate_executor.cpp) owns placement: it hands ``run`` input
+The C++ delegate (extension/runtime/delegate_handle.cpp) owns placement: it hands ``run`` input
 tensors already on ``executor.device`` (shared caller memory or its own staging copies) and, for
 outputs it could share, views of the caller's output memory. The executor computes and returns one
 tensor per output; the delegate copies any result that is not already in the caller's memory.
@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..backend.blob import DEVICE_CUDA, Blob, read_blob
+from ..blob import DEVICE_CUDA, Blob, read_blob
 
 log = logging.getLogger("et_tensorrt")
 
@@ -89,7 +89,7 @@ class TensorRTExecutor:
 
 
 def _torch_dtype(code: int) -> torch.dtype:
-    from ..backend.blob import SCALAR_TYPES
+    from ..blob import SCALAR_TYPES
 
     name = {v: k for k, v in SCALAR_TYPES.items()}[code]
     return getattr(torch, name)
@@ -104,7 +104,7 @@ def _deserialize(blob: Blob, device: torch.device):
     if not torch.cuda.is_available():
         return None, "no CUDA device is available"
     try:
-        from ..backend import trt
+        from .. import trt
     except ImportError as e:
         return None, f"no TensorRT runtime ({e})"
     try:

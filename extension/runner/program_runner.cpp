@@ -6,12 +6,12 @@
 
 #include <ATen/ATen.h>
 
-#include "../tensor/device_translation.h"
-#include "../tensor/dtype_translation.h"
-#include "../tensor/errors.h"
-#include "../tensor/tensor_descriptor.h"
-#include "../tensor/torch_view.h"
-#include "../tensorrt/delegate_executor.h"
+#include "../aten_util/device_translation.h"
+#include "../aten_util/dtype_translation.h"
+#include "../aten_util/errors.h"
+#include "../aten_util/tensor_descriptor.h"
+#include "../aten_util/torch_view.h"
+#include "../runtime/delegate_handle.h"
 
 namespace et_tensorrt {
 namespace {

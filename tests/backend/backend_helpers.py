@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import SplitPartitioner  # noqa: E402
 
 from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt.backend import blob as B  # noqa: E402
-from et_tensorrt.backend import trt  # noqa: E402
+from et_tensorrt import blob as B  # noqa: E402
+from et_tensorrt import trt  # noqa: E402
 
 # What TensorRT writes at offset 0 of a serialized engine (TensorRT-RTX 1.7: b"vtrt"; TensorRT 10: b"ftrt").
 ENGINE_MAGIC = {"tensorrt_rtx": b"vtrt", "tensorrt": b"ftrt"}

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import blob_fixtures as fx  # noqa: E402
 
-from et_tensorrt.backend import blob as B  # noqa: E402
+from et_tensorrt import blob as B  # noqa: E402
 from et_tensorrt.errors import BlobFormatError  # noqa: E402
 
 

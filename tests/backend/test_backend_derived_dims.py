@@ -5,7 +5,7 @@ import torch
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 import et_tensorrt
-from et_tensorrt.backend import blob as B
+from et_tensorrt import blob as B
 
 
 class ConvPool(torch.nn.Module):

@@ -4,7 +4,7 @@ input, even one the partition records as static (the ONNX exporter can leave suc
 import torch
 from onnx import TensorProto, helper
 
-from et_tensorrt.backend.blob import DimRange
+from et_tensorrt.blob import DimRange
 from et_tensorrt.backend.engine_builder import BuildSettings, build_network_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 

@@ -11,7 +11,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backend_helpers import check_blob, lower, lowered, run_program  # noqa: E402
 
-from et_tensorrt.backend import blob as B  # noqa: E402
+from et_tensorrt import blob as B  # noqa: E402
 
 
 class MLP(torch.nn.Module):

@@ -68,7 +68,7 @@ def test_inspect_shows_methods_delegates_and_io_table(demo):
     # The figures agree with the blob itself, read here independently.
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    from et_tensorrt.backend.blob import read_blob
+    from et_tensorrt.blob import read_blob
 
     program = deserialize_pte_binary(pte.read_bytes()).program
     (delegate,) = program.execution_plan[0].delegates

@@ -6,7 +6,7 @@ import torch
 
 from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
 from et_tensorrt.partition import TensorRTPartitioner, explain
-from et_tensorrt.partition.placement import cast_devices
+from et_tensorrt.partition.device_rules import cast_devices
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from seed_model import HostBranch, seed_inputs  # noqa: E402

@@ -145,7 +145,7 @@ def test_blob_of_the_wrong_type_is_a_type_error():
 
 
 def _host_blob():
-    from et_tensorrt.backend import blob as B
+    from et_tensorrt import blob as B
 
     io = [
         B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange(1, 2, 4), B.DimRange.static(3))),
@@ -198,15 +198,15 @@ def test_cuda_label_with_host_execution_is_rejected():
 def test_tensorrt_missing_is_reported_by_create_executor(monkeypatch):
     """With a GPU present but no TensorRT runtime importable, create_executor names the reason; with
     ET_TENSORRT_FALLBACK=error it refuses with it."""
-    import et_tensorrt.backend as backend_pkg
-    from et_tensorrt.backend import blob as B
+    import et_tensorrt
+    from et_tensorrt import blob as B
     from et_tensorrt.runtime import executors
 
     blob = F.valid_blob()  # cuda:0 execution, carries an ENGINE section
     with monkeypatch.context() as m:
         m.setattr(torch.cuda, "is_available", lambda: True)
-        m.setitem(sys.modules, "et_tensorrt.backend.trt", None)  # import fails with ImportError
-        m.delattr(backend_pkg, "trt", raising=False)
+        m.setitem(sys.modules, "et_tensorrt.trt", None)  # import fails with ImportError
+        m.delattr(et_tensorrt, "trt", raising=False)
         engine, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
         assert engine is None and reason.startswith("no TensorRT runtime (")
         m.setenv(executors.FALLBACK_ENV, "error")

@@ -90,7 +90,7 @@ def test_every_damaged_fixture_is_refused_and_the_next_valid_parse_succeeds():
 
 def _blob_with_name(name: bytes) -> bytes:
     io = struct.pack("<I", 1) + struct.pack("<BBbbHH", 0, 6, 0, 0, len(name), 1) + name + struct.pack("<qqq", 1, 1, 1)
-    from et_tensorrt.backend import blob as B
+    from et_tensorrt import blob as B
 
     return B.write_sections([(B.SECTION_IO_TABLE, io), (B.SECTION_PROGRAM, F.PROGRAM)], 1, 0)
 
@@ -98,7 +98,7 @@ def _blob_with_name(name: bytes) -> bytes:
 def test_non_utf8_io_name_is_a_blob_format_error():
     """Finding F1 (found by scripts/fuzz_blob.py): the C++ reader accepts a name that is not UTF-8 and
     parse_blob then raises UnicodeDecodeError from the str conversion. The Python reader refuses it."""
-    from et_tensorrt.backend import blob as B
+    from et_tensorrt import blob as B
 
     bad = _blob_with_name(b"x\xa4y")
     with pytest.raises(BlobFormatError):

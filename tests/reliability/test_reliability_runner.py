@@ -169,15 +169,15 @@ def test_damaged_delegate_segment_in_a_pte(pte, model, patch, message):
 def test_tensorrt_missing_through_the_runner(pte, model, monkeypatch):
     """The lowered blob carries an engine and executes on cuda:0. With a GPU claimed but the TensorRT
     module unimportable and ET_TENSORRT_FALLBACK=error, delegate init refuses with the reason."""
-    import et_tensorrt.backend as backend_pkg
+    import et_tensorrt
     from et_tensorrt.runtime import executors
 
     start, total = delegate_blob_span(pte)
     assert _C.parse_blob(pte[start : start + total])["engine_size"] > 0
     with monkeypatch.context() as m:
         m.setattr(torch.cuda, "is_available", lambda: True)
-        m.setitem(sys.modules, "et_tensorrt.backend.trt", None)
-        m.delattr(backend_pkg, "trt", raising=False)
+        m.setitem(sys.modules, "et_tensorrt.trt", None)
+        m.delattr(et_tensorrt, "trt", raising=False)
         m.setenv(executors.FALLBACK_ENV, "error")
         with pytest.raises(RunnerError, match="no TensorRT runtime"):
             Runner(pte).run([EXAMPLE])

@@ -22,7 +22,7 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import _C
-from et_tensorrt.backend import blob as B
+from et_tensorrt import blob as B
 
 # Loose enough for the last-bit differences between the eager module (aten.linear, conv with its own
 # algorithm choice) and the embedded decomposed edge graph (addmm + permute_copy, ...); tight enough to

@@ -25,7 +25,7 @@ std::string range_str(const std::vector<DimRange>& dims) {
 }
 
 // Why a tensor cannot be bound to this I/O entry at all (empty: it can).
-std::string mismatch(const TensorView& t, const IoEntry& e) {
+std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   if (t.dtype != e.dtype) {
     return std::string("dtype ") + c10::toString(executorch_to_torch_dtype(t.dtype)) + " where the engine takes " +
            c10::toString(executorch_to_torch_dtype(e.dtype));
@@ -41,7 +41,7 @@ std::string mismatch(const TensorView& t, const IoEntry& e) {
   return "";
 }
 
-TensorPlacement place(const TensorView& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
   TensorPlacement p;
   p.role = e.role;
   p.index = index;
@@ -100,8 +100,8 @@ TensorPlacement place(const TensorView& t, const IoEntry& e, size_t index, EtDev
 
 } // namespace
 
-TensorView tensor_view(const executorch::aten::Tensor& t) {
-  TensorView v;
+ArgumentInfo argument_info(const executorch::aten::Tensor& t) {
+  ArgumentInfo v;
   v.device = t.device();
   v.dtype = t.scalar_type();
   v.sizes.assign(t.sizes().begin(), t.sizes().end());
@@ -174,7 +174,7 @@ std::string PlacementPlan::repr() const {
   return out.str();
 }
 
-PlacementPlan plan_placement(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std::vector<ArgumentInfo>& outputs,
                              const DelegateBlob& blob, EtDevice execution_device, const std::string& executor,
                              bool executor_writes_in_place) {
   if (inputs.size() != blob.inputs.size() || outputs.size() != blob.outputs.size()) {

@@ -3,7 +3,7 @@
 // (RTLD_NOLOAD), so a CPU-only process never loads it and every answer is Unknown.
 #pragma once
 
-#include "../tensor/device_translation.h"
+#include "../aten_util/device_translation.h"
 
 namespace et_tensorrt {
 

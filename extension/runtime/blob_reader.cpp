@@ -1,4 +1,4 @@
-#include "delegate_blob.h"
+#include "blob_reader.h"
 
 #include <cstring>
 #include <set>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../tensor/device_translation.h"
-#include "../tensor/dtype_translation.h"
+#include "../aten_util/device_translation.h"
+#include "../aten_util/dtype_translation.h"
 
 namespace et_tensorrt {
 

@@ -11,7 +11,7 @@
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
-#include "delegate_blob.h"
+#include "blob_reader.h"
 
 namespace et_tensorrt {
 
@@ -28,18 +28,18 @@ enum class Placement : uint8_t {
 const char* placement_name(Placement p);
 
 // What the plan needs to know about one ExecuTorch tensor (read from its descriptor, never guessed).
-struct TensorView {
+struct ArgumentInfo {
   EtDevice device{EtDeviceType::CPU, 0};
   EtScalarType dtype = EtScalarType::Float;
   std::vector<int64_t> sizes;
   bool contiguous = true;  // dim order is the identity
   size_t nbytes = 0;
   const void* data = nullptr;
-  std::string label_note;  // set when the pointer check corrected the label (see pointer_check.h)
+  std::string label_note;  // set when the pointer check corrected the label (see pointer_residence.h)
 };
 
-// Reads a TensorView from an ExecuTorch tensor's own descriptor.
-TensorView tensor_view(const executorch::aten::Tensor& t);
+// Reads an ArgumentInfo from an ExecuTorch tensor's own descriptor.
+ArgumentInfo argument_info(const executorch::aten::Tensor& t);
 
 struct TensorPlacement {
   IoRole role = IoRole::Input;
@@ -66,7 +66,7 @@ struct PlacementPlan {
 
 // `executor_writes_in_place`: the executor can write into caller-provided output memory (TensorRT).
 // Throws PlacementCountError when the argument counts do not match the I/O table.
-PlacementPlan plan_placement(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std::vector<ArgumentInfo>& outputs,
                              const DelegateBlob& blob, EtDevice execution_device, const std::string& executor,
                              bool executor_writes_in_place);
 

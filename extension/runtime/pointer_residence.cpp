@@ -1,4 +1,4 @@
-#include "pointer_check.h"
+#include "pointer_residence.h"
 
 #include <dlfcn.h>
 

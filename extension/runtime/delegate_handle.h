@@ -16,17 +16,17 @@
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/core/span.h>
 
-#include "delegate_blob.h"
+#include "blob_reader.h"
 #include "placement_plan.h"
 
 namespace et_tensorrt {
 
-class DelegateExecutor {
+class DelegateHandle {
  public:
   // Copies `blob` (ExecuTorch may free the processed buffer after init). Needs the GIL; throws on a
   // damaged blob or when no executor is allowed to run here.
-  DelegateExecutor(const void* blob, size_t size);
-  ~DelegateExecutor();  // releases the Python executor under the GIL
+  DelegateHandle(const void* blob, size_t size);
+  ~DelegateHandle();  // releases the Python executor under the GIL
 
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute. Throws PlacementError
   // (via PlacementRejected) on a rejected argument, or whatever the executor raised.

@@ -1,7 +1,7 @@
 // Registry glue only: init parses the blob and builds the executor, execute binds and runs, destroy
 // frees. No exception ever leaves these functions: ExecuTorch gets an Error and the message is logged
 // and kept for the Python caller (last_delegate_error).
-#include "tensorrt_backend.h"
+#include "backend_interface.h"
 
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "delegate_executor.h"
+#include "delegate_handle.h"
 
 namespace et_tensorrt {
 namespace {
@@ -18,7 +18,7 @@ using executorch::runtime::ArrayRef;
 using executorch::runtime::BackendExecutionContext;
 using executorch::runtime::BackendInitContext;
 using executorch::runtime::CompileSpec;
-using executorch::runtime::DelegateHandle;
+using EtDelegateHandle = executorch::runtime::DelegateHandle;  // void: ExecuTorch's opaque handle type
 using executorch::runtime::Error;
 using executorch::runtime::EValue;
 using executorch::runtime::FreeableBuffer;
@@ -35,10 +35,10 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
   bool is_available() const override { return true; }
 
-  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
+  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
                                ArrayRef<CompileSpec>) const override {
     try {
-      auto* delegate = new DelegateExecutor(processed->data(), processed->size());
+      auto* delegate = new et_tensorrt::DelegateHandle(processed->data(), processed->size());
       processed->Free();  // the delegate keeps its own copy of the blob
       return delegate;
     } catch (const BlobFormatError& e) {
@@ -50,9 +50,9 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     }
   }
 
-  Error execute(BackendExecutionContext&, DelegateHandle* handle, Span<EValue*> args) const override {
+  Error execute(BackendExecutionContext&, EtDelegateHandle* handle, Span<EValue*> args) const override {
     try {
-      static_cast<DelegateExecutor*>(handle)->execute(args);
+      static_cast<et_tensorrt::DelegateHandle*>(handle)->execute(args);
       return Error::Ok;
     } catch (const PlacementRejected& e) {
       return report("execute", e.what(), Error::InvalidArgument);
@@ -65,9 +65,9 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     }
   }
 
-  void destroy(DelegateHandle* handle) const override {
+  void destroy(EtDelegateHandle* handle) const override {
     try {
-      delete static_cast<DelegateExecutor*>(handle);
+      delete static_cast<et_tensorrt::DelegateHandle*>(handle);
     } catch (...) {
       ET_LOG(Error, "%s destroy: exception while releasing a delegate", kBackendId);
     }

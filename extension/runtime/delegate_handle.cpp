@@ -1,11 +1,11 @@
-#include "delegate_executor.h"
+#include "delegate_handle.h"
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
-#include "../tensor/device_translation.h"
-#include "../tensor/dtype_translation.h"
-#include "../tensor/torch_view.h"
-#include "pointer_check.h"
+#include "../aten_util/device_translation.h"
+#include "../aten_util/dtype_translation.h"
+#include "../aten_util/torch_view.h"
+#include "pointer_residence.h"
 
 namespace py = pybind11;
 using executorch::runtime::EValue;
@@ -20,8 +20,8 @@ thread_local std::string t_last_error;
 // The descriptor's label, cross-checked against the CUDA driver where CUDA is usable: a host pointer
 // labelled cuda is an error (reading it on the device would fault); a device pointer labelled cpu is
 // taken at the driver's word, with a note in the plan.
-TensorView checked_view(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
-  TensorView v = tensor_view(t);
+ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
+  ArgumentInfo v = argument_info(t);
   const PointerResidence where = pointer_residence(v.data);
   const std::string what = arg < n_in ? "input " + std::to_string(arg) : "output " + std::to_string(arg - n_in);
   const bool labelled_cuda = v.device.type() == EtDeviceType::CUDA;
@@ -39,7 +39,7 @@ TensorView checked_view(const executorch::aten::Tensor& t, size_t arg, size_t n_
 
 } // namespace
 
-DelegateExecutor::DelegateExecutor(const void* blob, size_t size)
+DelegateHandle::DelegateHandle(const void* blob, size_t size)
     : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),
       blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
   py::gil_scoped_acquire gil;
@@ -50,7 +50,7 @@ DelegateExecutor::DelegateExecutor(const void* blob, size_t size)
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
 }
 
-DelegateExecutor::~DelegateExecutor() {
+DelegateHandle::~DelegateHandle() {
   if (Py_IsInitialized()) {
     py::gil_scoped_acquire gil;
     executor_ = py::object();
@@ -61,7 +61,7 @@ DelegateExecutor::~DelegateExecutor() {
   }
 }
 
-at::Tensor DelegateExecutor::staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like,
+at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like,
                                      c10::Device device) {
   if (pool.size() <= i) pool.resize(i + 1);
   at::Tensor& buf = pool[i];
@@ -72,7 +72,7 @@ at::Tensor DelegateExecutor::staging(std::vector<at::Tensor>& pool, size_t i, co
   return buf;
 }
 
-void DelegateExecutor::execute(executorch::runtime::Span<EValue*> args) {
+void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL.
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (Py_IsInitialized() && PyGILState_Check()) {
@@ -87,15 +87,15 @@ void DelegateExecutor::execute(executorch::runtime::Span<EValue*> args) {
     throw PlacementCountError("the delegate received " + std::to_string(args.size()) + " arguments; its engine has " +
                               std::to_string(n_in) + " inputs and " + std::to_string(n_out) + " outputs");
   }
-  std::vector<TensorView> in_views, out_views;
+  std::vector<ArgumentInfo> in_args, out_args;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i]->isTensor()) {
       throw PlacementCountError("delegate argument " + std::to_string(i) + " is not a tensor");
     }
-    (i < n_in ? in_views : out_views).push_back(checked_view(args[i]->toTensor(), i, n_in));
+    (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
   auto plan = std::make_shared<PlacementPlan>(
-      plan_placement(in_views, out_views, blob_, execution_device_, executor_kind_, writes_in_place_));
+      plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
   {
     std::lock_guard<std::mutex> last(g_last_mutex);
     g_last_plan = plan;
@@ -139,7 +139,7 @@ void DelegateExecutor::execute(executorch::runtime::Span<EValue*> args) {
   }
 }
 
-std::shared_ptr<const PlacementPlan> DelegateExecutor::last_plan() const {
+std::shared_ptr<const PlacementPlan> DelegateHandle::last_plan() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_plan_;
 }
