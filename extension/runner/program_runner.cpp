@@ -82,21 +82,33 @@ void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& inf
   }
 }
 
+executorch::runtime::Program::Verification verification(bool verify) {
+  return verify ? executorch::runtime::Program::Verification::InternalConsistency
+                : executorch::runtime::Program::Verification::Minimal;
+}
+
+const char* kVerifyHint = " (it failed ExecuTorch's program verification: the file is corrupt or not a program)";
+
 } // namespace
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->module_ = std::make_unique<Module>(path, Module::LoadMode::File);
-  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program " + path, err);
+  if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
+    fail("cannot load program " + path + (err == Error::InvalidProgram && verify ? kVerifyHint : ""), err);
+  }
   return r;
 }
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->bytes_ = std::move(bytes);
   r->module_ = std::make_unique<Module>(
       std::make_unique<executorch::extension::BufferDataLoader>(r->bytes_.data(), r->bytes_.size()));
-  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program from bytes", err);
+  if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
+    fail(std::string("cannot load program from bytes") + (err == Error::InvalidProgram && verify ? kVerifyHint : ""),
+         err);
+  }
   return r;
 }
 
