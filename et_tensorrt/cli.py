@@ -276,11 +276,11 @@ def lower_program(program, args, debug: bool):
     return data, report
 
 
-def run_program(source, inputs: list, repeat: int = 1):
+def run_program(source, inputs: list, repeat: int = 1, verify: bool = True):
     """Runs ``forward`` with :class:`et_tensorrt.Runner`; returns (outputs, plan, seconds per call)."""
     from . import Runner
 
-    runner = Runner(source)
+    runner = Runner(source, verify=verify)
     times = []
     outputs = None
     for _ in range(max(1, repeat)):
@@ -454,7 +454,7 @@ def _cmd_run(args) -> int:
         print(f"  input  {i}: {summarize(t)}")
     try:
         with _backend_log(args.debug):
-            outputs, plan, times = run_program(args.pte, inputs, args.repeat)
+            outputs, plan, times = run_program(args.pte, inputs, args.repeat, verify=not args.no_verify)
     except RunnerError as e:
         if differ:  # ExecuTorch refuses to resize a static input: say which and to what
             i = differ[0]
@@ -620,6 +620,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="where the inputs live: cpu or cuda:N (default cpu)")
     p.add_argument("--repeat", type=int, default=1, help="calls to time (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip ExecuTorch's program verification (trusted files only, see docs/security.md)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("check", help="lower, run and compare with eager PyTorch (exit 3 on mismatch)")

@@ -1,22 +1,21 @@
 """``EtTensorRTBackend``: ExecuTorch's AOT hook that turns one partition into a delegate blob.
 
 edge partition -> aten ExportedProgram -> ONNX (in memory) -> [onnxruntime validation] -> TensorRT engine
-(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program.
+(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program
+(GRAPH: torch.export's JSON, WEIGHTS: raw tensors; nothing pickled, see et_tensorrt.embedded_program).
 
 When TensorRT refuses the partition and ``pass_through_build_failures`` is off, the blob carries no ENGINE
-section and the runtime runs the embedded PROGRAM with PyTorch (ExecuTorch cannot un-delegate after
+section and the runtime runs the embedded program with PyTorch (ExecuTorch cannot un-delegate after
 preprocess); a warning names the op.
 """
 
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 import time
 from typing import List
 
-import torch
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
@@ -28,6 +27,7 @@ from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
+from et_tensorrt.embedded_program import serialize_program
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
@@ -51,12 +51,6 @@ _KNOWN = {
 _engine_counter = itertools.count(1)
 # Per-process counters (tests and tools read them): engines built, cache hits, host fallbacks.
 stats = {"partitions": 0, "built": 0, "cache_hits": 0, "fallbacks": 0}
-
-
-def _program_bytes(ep: ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    torch.export.save(ep, buf)
-    return buf.getvalue()
 
 
 def _io_entries(export) -> list:
@@ -109,7 +103,6 @@ class EtTensorRTBackend(BackendDetails):
         n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
 
         aten_ep = edge_to_aten(edge_program)
-        program = _program_bytes(aten_ep)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -155,6 +148,9 @@ class EtTensorRTBackend(BackendDetails):
             metadata["fallback_reason"] = str(exc)
             logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
 
+        # The embedded program (checked by the runtime's own safe-loader checks; after the build, so a
+        # TensorRT refusal is what a partition of an unsupported op reports).
+        graph, weights = serialize_program(aten_ep)
         io_entries = _io_entries(export)
         if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
             io_entries = [
@@ -162,13 +158,12 @@ class EtTensorRTBackend(BackendDetails):
                 for e, info in zip(io_entries, export.inputs + export.outputs)
             ]
         data = blob_mod.write_blob(
-            blob_mod.Blob(
-                io=io_entries,
-                program=program,
-                engine=engine,
-                metadata=metadata,
-                exec_device_type=exec_type,
-                exec_device_index=exec_index,
-            )
+            io_entries,
+            engine=engine,
+            graph=graph,
+            weights=weights,
+            metadata=metadata,
+            exec_device_type=exec_type,
+            exec_device_index=exec_index,
         )
         return PreprocessResult(processed_bytes=data)

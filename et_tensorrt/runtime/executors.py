@@ -6,33 +6,31 @@ outputs it could share, views of the caller's output memory. The executor comput
 tensor per output; the delegate copies any result that is not already in the caller's memory.
 
 Choice of executor: TensorRT where it can run (a CUDA device, a TensorRT runtime, and an engine that
-deserializes for this GPU); otherwise the partition's exported program with PyTorch, on the execution
-device when CUDA is usable and on the host when it is not, with one log line saying why.
-``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back.
+deserializes for this GPU without host code, see engine_loading); otherwise the partition's embedded
+program with PyTorch, on the execution device when CUDA is usable and on the host when it is not, with
+one log line saying why. ``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded
+program is loaded by the safe loader (et_tensorrt.embedded_program): no pickle, no eval.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import threading
 from typing import Optional, Sequence
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, read_blob
+from ..blob import DEVICE_CUDA, Blob, scalar_type_dtype
+from ..embedded_program import load_program
+from ..errors import EngineRefusedError
 
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
 
-# torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
-_LOAD_LOCK = threading.Lock()
-
 
 class PyTorchExecutor:
-    """Runs the partition's embedded ExportedProgram with PyTorch."""
+    """Runs the partition's embedded program (loaded by the safe loader) with PyTorch."""
 
     kind = "pytorch"
     writes_in_place = False
@@ -40,8 +38,7 @@ class PyTorchExecutor:
     def __init__(self, blob: Blob, device: torch.device, reason: str):
         self.device = device
         self.reason = reason
-        with _LOAD_LOCK:
-            program = torch.export.load(io.BytesIO(blob.program))
+        program = load_program(blob)
         module = program.module(check_guards=False)
         # The placement plan has already checked every input against the blob's dim ranges. torch's own
         # input check cannot: it tries to solve each size for its symbol and gives up on a computed size
@@ -68,7 +65,7 @@ class TensorRTExecutor:
         self._context = engine.create_execution_context()
         self._inputs = [e.name for e in blob.inputs]
         self._outputs = [e.name for e in blob.outputs]
-        self._dtypes = {e.name: _torch_dtype(e.dtype) for e in blob.outputs}
+        self._dtypes = {e.name: scalar_type_dtype(e.dtype) for e in blob.outputs}
 
     def run(self, inputs, outputs):
         with torch.cuda.device(self.device):
@@ -88,17 +85,15 @@ class TensorRTExecutor:
             return results
 
 
-def _torch_dtype(code: int) -> torch.dtype:
-    from ..blob import SCALAR_TYPES
-
-    name = {v: k for k, v in SCALAR_TYPES.items()}[code]
-    return getattr(torch, name)
-
-
 def _deserialize(blob: Blob, device: torch.device):
-    """The engine, or (None, why not). Never deserializes without a GPU: the lean runtime can crash."""
+    """The engine, or (None, why not). Never deserializes without a GPU: the lean runtime can crash.
+    Raises EngineRefusedError for an engine that needs host code (see engine_loading)."""
     if blob.engine is None:
         return None, "the blob carries no engine (its build was left to PyTorch at lowering time)"
+    if blob.refit_map is not None:
+        # Reserved for weight-stripped engines (docs/blob-format.md): this build cannot refit, and a
+        # stripped engine without its weights computes garbage.
+        return None, "the engine is weight-stripped (REFIT_MAP) and this build cannot refit it"
     if blob.exec_device_type != DEVICE_CUDA:
         return None, "the partition's execution device is the host"
     if not torch.cuda.is_available():
@@ -107,23 +102,29 @@ def _deserialize(blob: Blob, device: torch.device):
         from .. import trt
     except ImportError as e:
         return None, f"no TensorRT runtime ({e})"
+    from .engine_loading import deserialize_engine
+
     try:
         mod = trt.module()
         with torch.cuda.device(device):
-            engine = mod.Runtime(mod.Logger(mod.Logger.WARNING)).deserialize_cuda_engine(blob.engine)
+            return deserialize_engine(mod, blob.engine)
+    except EngineRefusedError:
+        raise
     except Exception as e:  # a TensorRT that cannot even start here
         return None, f"TensorRT could not load the engine ({e})"
-    if engine is None:
-        return None, "the engine does not deserialize on this GPU (built for another GPU or TensorRT version)"
-    return engine, ""
 
 
-def create_executor(blob_bytes) -> PyTorchExecutor | TensorRTExecutor:
-    blob = read_blob(blob_bytes)
+def create_executor(parsed: dict) -> PyTorchExecutor | TensorRTExecutor:
+    """The executor for one partition, from the blob the C++ delegate already parsed (``parsed`` is
+    ``blob_to_python``'s dict: its payloads are views of the delegate's copy, valid during this call)."""
+    blob = Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
     device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
     engine, reason = _deserialize(blob, device)
     if engine is not None:
         return TensorRTExecutor(blob, device, engine)
+    if not blob.has_program:
+        raise RuntimeError(f"TensorRT cannot execute this partition here ({reason}) and its blob carries no "
+                           "program to run instead (an engine-only blob): run it where its engine does")
     if os.environ.get(FALLBACK_ENV, "pytorch").lower() == "error":
         raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
                            "the PyTorch fallback (unset it to allow)")

@@ -3,6 +3,10 @@
 Inputs are described with their real devices (errors name the input, the method and the device).
 Callers may pass preallocated ``outputs`` (e.g. CUDA tensors): outputs the program left unplanned are
 written in place (``Method::set_output_data_ptr``), others are copied into them.
+
+Programs are loaded with ExecuTorch's ``InternalConsistency`` verification (its flatbuffer verifier and
+semantic checks), as ExecuTorch's own Python runtime does: a corrupt ``.pte`` is a RunnerError, not a
+crash. ``verify=False`` skips it for files you trust (docs/security.md has its measured cost).
 """
 
 from __future__ import annotations
@@ -34,15 +38,15 @@ def load_kernels() -> None:
 
 
 class Runner:
-    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview):
+    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview, *, verify: bool = True):
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
-            self._native = _C.ProgramRunner.from_bytes(bytes(program))
+            self._native = _C.ProgramRunner.from_bytes(bytes(program), verify)
         else:
             path = os.fspath(program)
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
-            self._native = _C.ProgramRunner.from_file(path)
+            self._native = _C.ProgramRunner.from_file(path, verify)
         self.last_plan: Optional[_C.PlacementPlan] = None
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
