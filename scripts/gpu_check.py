@@ -113,12 +113,12 @@ def main() -> int:
 
     def engine_in_blob():
         from et_tensorrt import _C
+        from et_tensorrt.inspection import delegate_blobs
 
-        i = pte.find(b"ETRT")
-        total = int.from_bytes(pte[i + 16 : i + 24], "little")
-        parsed = _C.parse_blob(pte[i : i + total])
-        assert parsed["engine_size"] > 0, "the blob carries no engine (the build was left to PyTorch)"
-        return f"engine {parsed['engine_size']} B, exec device {parsed['execution_device']}, metadata {parsed['metadata'][:120]!r}"
+        parsed = _C.parse_blob(delegate_blobs(pte)[0])
+        engine_size = len(parsed["engine"]) if parsed["engine"] is not None else 0
+        assert engine_size > 0, "the blob carries no engine (the build was left to PyTorch)"
+        return f"engine {engine_size} B, exec device {parsed['execution_device']}, metadata {bytes(parsed['metadata'])[:120]!r}"
 
     run("delegate blob carries an engine", engine_in_blob, pte)
 
