@@ -183,10 +183,29 @@ class Blob:
         for role, key in ((ROLE_INPUT, "inputs"), (ROLE_OUTPUT, "outputs")):
             for e in parsed[key]:
                 dev = e["device"]
-                io.append(IOEntry(role, e["name"], e["dtype_code"], tuple(DimRange(*d) for d in e["dims"]),
-                                  DEVICE_CPU if dev.type == "cpu" else DEVICE_CUDA, dev.index or 0))
-        weights = [WeightEntry(w["name"], w["kind"], w["dtype"], tuple(w["sizes"]), tuple(w["strides"]), w["offset"],
-                               w["nbytes"], w["persistent"]) for w in parsed["weights"]]
+                io.append(
+                    IOEntry(
+                        role,
+                        e["name"],
+                        e["dtype_code"],
+                        tuple(DimRange(*d) for d in e["dims"]),
+                        DEVICE_CPU if dev.type == "cpu" else DEVICE_CUDA,
+                        dev.index or 0,
+                    )
+                )
+        weights = [
+            WeightEntry(
+                w["name"],
+                w["kind"],
+                w["dtype"],
+                tuple(w["sizes"]),
+                tuple(w["strides"]),
+                w["offset"],
+                w["nbytes"],
+                w["persistent"],
+            )
+            for w in parsed["weights"]
+        ]
         meta = {}
         if metadata and parsed["metadata"] is not None:
             try:
@@ -284,8 +303,11 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
             raise BlobFormatError(f"weight name too long ({len(name)} bytes)")
         flags = 1 if (w.kind == "buffer" and w.persistent) else 0
         dtype = scalar_type_code(w.tensor.dtype)
-        table.append(_WEIGHT_FIXED.pack(WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0,
-                                        offset if raw else 0, len(raw)))
+        table.append(
+            _WEIGHT_FIXED.pack(
+                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if raw else 0, len(raw)
+            )
+        )
         table.append(name)
         table.append(struct.pack(f"<{w.tensor.dim()}q", *w.tensor.shape))
         table.append(struct.pack(f"<{len(strides)}q", *strides))

@@ -64,7 +64,7 @@ def main() -> None:
         "MLP 8-16-4, et_tensorrt delegate": small_lowered_pte(),
         f"MLP {args.layers}x{args.width}, portable kernels": deep_mlp_pte(args.layers, args.width),
     }
-    print(f"| program | .pte size | load, verified (ms) | load, verify=False (ms) | verification cost |")
+    print("| program | .pte size | load, verified (ms) | load, verify=False (ms) | verification cost |")
     print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in programs.items():

@@ -34,8 +34,9 @@ def install_code_watch(canary: str, events: list[str]) -> None:
     sys.addaudithook(hook)
 
 
-def child_loop(start: int, stop: int, progress: str, result: str, canary: str,
-               run_one: Callable[[int], list[str]]) -> None:
+def child_loop(
+    start: int, stop: int, progress: str, result: str, canary: str, run_one: Callable[[int], list[str]]
+) -> None:
     """Run inputs [start, stop); ``run_one(index)`` returns the outcome labels to count for one input."""
     events: list[str] = []
     install_code_watch(canary, events)
@@ -48,9 +49,19 @@ def child_loop(start: int, stop: int, progress: str, result: str, canary: str,
     Path(result).write_text(json.dumps({"outcomes": outcomes, "code_events": events}))
 
 
-def run_batches(*, script: str, seed: int, inputs: int, batch: int, batch_timeout: int, artifacts: Path,
-                child_args: list[str], save_input: Callable[[int, Path], str], figures_file: str | None,
-                name: str) -> tuple[int, dict]:
+def run_batches(
+    *,
+    script: str,
+    seed: int,
+    inputs: int,
+    batch: int,
+    batch_timeout: int,
+    artifacts: Path,
+    child_args: list[str],
+    save_input: Callable[[int, Path], str],
+    figures_file: str | None,
+    name: str,
+) -> tuple[int, dict]:
     """The parent: batches of children over ``inputs`` indices; prints the figures and returns (exit
     status: 1 on a crash, hang or code run; figures). ``save_input(index, artifacts)`` writes a crashing
     input and returns its label."""
@@ -65,12 +76,30 @@ def run_batches(*, script: str, seed: int, inputs: int, batch: int, batch_timeou
         progress, result = artifacts / f"progress-{name}-{seed}", artifacts / f"result-{name}-{seed}.json"
         for p in (progress, result):
             p.unlink(missing_ok=True)
-        cmd = [sys.executable, script, "--child", "--seed", str(seed), "--start", str(index), "--stop", str(stop),
-               "--artifacts", str(artifacts), "--progress", str(progress), "--result", str(result),
-               "--canary", str(canary), *child_args]
+        cmd = [
+            sys.executable,
+            script,
+            "--child",
+            "--seed",
+            str(seed),
+            "--start",
+            str(index),
+            "--stop",
+            str(stop),
+            "--artifacts",
+            str(artifacts),
+            "--progress",
+            str(progress),
+            "--result",
+            str(result),
+            "--canary",
+            str(canary),
+            *child_args,
+        ]
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  timeout=batch_timeout + 2 * (stop - index))
+            proc = subprocess.run(
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=batch_timeout + 2 * (stop - index)
+            )
             rc, tail = proc.returncode, proc.stderr.decode(errors="replace")[-2000:]
         except subprocess.TimeoutExpired:
             rc, tail = None, "timeout"
@@ -84,13 +113,23 @@ def run_batches(*, script: str, seed: int, inputs: int, batch: int, batch_timeou
         failed = int(progress.read_text()) if progress.exists() else index
         label = save_input(failed, artifacts)
         (hangs if rc is None else crashes).append(failed)
-        print(f"{'HANG' if rc is None else 'CRASH'} at input {failed} ({label}, exit {rc})\n"
-              + "\n".join("   | " + line for line in tail.strip().splitlines()[-6:]), flush=True)
+        print(
+            f"{'HANG' if rc is None else 'CRASH'} at input {failed} ({label}, exit {rc})\n"
+            + "\n".join("   | " + line for line in tail.strip().splitlines()[-6:]),
+            flush=True,
+        )
         index = failed + 1  # the inputs before it ran cleanly; their outcome counts are lost with the child
     leftovers = sorted(str(p) for p in canary.iterdir())
-    figures = {"fuzzer": name, "seed": seed, "inputs": inputs, "crashes": len(crashes), "hangs": len(hangs),
-               "code_runs": len(code_events) + len(leftovers), "seconds": round(time.time() - t0, 1),
-               "outcomes": dict(sorted(totals.items()))}
+    figures = {
+        "fuzzer": name,
+        "seed": seed,
+        "inputs": inputs,
+        "crashes": len(crashes),
+        "hangs": len(hangs),
+        "code_runs": len(code_events) + len(leftovers),
+        "seconds": round(time.time() - t0, 1),
+        "outcomes": dict(sorted(totals.items())),
+    }
     for e in code_events + leftovers:
         print(f"CODE RAN: {e}")
     print(json.dumps(figures), flush=True)

@@ -54,25 +54,100 @@ def baits(canary: str) -> list:
         f"s0.__class__.__init__.__globals__['os'].system('touch {path}')",
         f"x = open({path!r}, 'w')\n    y",
         f'a") or open({path!r}, "w") or ("',
-        "torch.save", "torch.load", "builtins.exec", "os.system", f"this:{path}",
-        "s0 + 1", "FloorDiv(s0, 2)", "s0**99999999", "PowByNatural(99999999999999999999, 99999999999999999999)",
-        2**63, 2**64, -1, -(2**63) - 1, 10**40, 0, 1, 3.5, float("inf"), float("nan"),
-        None, True, False, "", "x" * 5000, [], {}, [[[[[[[[[[[[]]]]]]]]]]]], {"as_int": 1},
-        {"as_expr": {"expr_str": f"open({path!r}, 'w')", "hint": None}}, {"__enum__": True, "fqn": "this:x", "name": "y"},
+        "torch.save",
+        "torch.load",
+        "builtins.exec",
+        "os.system",
+        f"this:{path}",
+        "s0 + 1",
+        "FloorDiv(s0, 2)",
+        "s0**99999999",
+        "PowByNatural(99999999999999999999, 99999999999999999999)",
+        2**63,
+        2**64,
+        -1,
+        -(2**63) - 1,
+        10**40,
+        0,
+        1,
+        3.5,
+        float("inf"),
+        float("nan"),
+        None,
+        True,
+        False,
+        "",
+        "x" * 5000,
+        [],
+        {},
+        [[[[[[[[[[[[]]]]]]]]]]]],
+        {"as_int": 1},
+        {"as_expr": {"expr_str": f"open({path!r}, 'w')", "hint": None}},
+        {"__enum__": True, "fqn": "this:x", "name": "y"},
     ]
 
 
 TARGETS = [
-    "torch.save", "torch.load", "torch.hub.load", "builtins.exec", "math.factorial", "_operator.call",
-    "torch._C._pickle_load_obj", "torch.ops.aten.as_strided.default", "torch.ops.aten.set_.source_Tensor",
-    "torch.ops.aten.resize_.default", "torch.ops.aten._reshape_alias.default", "torch.ops.aten.add_.Tensor",
-    "torch.ops.higher_order.cond", "torch.ops.aten.from_file.default", "#custom:op", "torch.ops.aten.mm.default",
-    "torch.ops.aten.relu.default", "torch.ops.aten.index_select.default", "torch.ops.aten.full.default",
-    "torch.ops.aten.nonexistent.default", "torch.ops.aten.embedding.default",
+    "torch.save",
+    "torch.load",
+    "torch.hub.load",
+    "builtins.exec",
+    "math.factorial",
+    "_operator.call",
+    "torch._C._pickle_load_obj",
+    "torch.ops.aten.as_strided.default",
+    "torch.ops.aten.set_.source_Tensor",
+    "torch.ops.aten.resize_.default",
+    "torch.ops.aten._reshape_alias.default",
+    "torch.ops.aten.add_.Tensor",
+    "torch.ops.higher_order.cond",
+    "torch.ops.aten.from_file.default",
+    "#custom:op",
+    "torch.ops.aten.mm.default",
+    "torch.ops.aten.relu.default",
+    "torch.ops.aten.index_select.default",
+    "torch.ops.aten.full.default",
+    "torch.ops.aten.nonexistent.default",
+    "torch.ops.aten.embedding.default",
 ]
-EXPR_TOKENS = ["s0", "s1", "u0", "1", "2", "99999999999999999999", "+", "-", "*", "//", "%", "**", "(", ")", ",",
-               "FloorDiv(", "Mod(", "Max(", "Min(", "CeilToInt(", "Eq(", "True", "<", ">=", "2.5", "open(",
-               "__import__(", "'os'", ".", "lambda", ":", "[", "]", "x", "_", "\n"]
+EXPR_TOKENS = [
+    "s0",
+    "s1",
+    "u0",
+    "1",
+    "2",
+    "99999999999999999999",
+    "+",
+    "-",
+    "*",
+    "//",
+    "%",
+    "**",
+    "(",
+    ")",
+    ",",
+    "FloorDiv(",
+    "Mod(",
+    "Max(",
+    "Min(",
+    "CeilToInt(",
+    "Eq(",
+    "True",
+    "<",
+    ">=",
+    "2.5",
+    "open(",
+    "__import__(",
+    "'os'",
+    ".",
+    "lambda",
+    ":",
+    "[",
+    "]",
+    "x",
+    "_",
+    "\n",
+]
 
 
 # ---------------------------------------------------------------------------------------------- seeds
@@ -151,12 +226,14 @@ def mutate_json(doc: dict, rng: random.Random, canary: str, family: str) -> dict
         elif choice == 2:
             ctx = json.dumps([{"__enum__": True, "fqn": "this:x", "name": "y"}])
             doc["graph_module"]["module_call_graph"][0]["signature"]["out_spec"] = json.dumps(
-                [1, {"type": "builtins.dict", "context": ctx, "children_spec": []}])
+                [1, {"type": "builtins.dict", "context": ctx, "children_spec": []}]
+            )
         elif choice == 3:
             node["inputs"].append({"name": "fn", "arg": {"as_operator": "torch.save"}, "kind": 2})
         elif choice == 4:
-            node["inputs"].append({"name": "g", "arg": {"as_graph": {"name": "g", "graph": copy.deepcopy(graph)}},
-                                   "kind": 1})
+            node["inputs"].append(
+                {"name": "g", "arg": {"as_graph": {"name": "g", "graph": copy.deepcopy(graph)}}, "kind": 1}
+            )
         elif choice == 5:
             doc["graph_module"]["signature"]["input_specs"].append({"token": {"arg": {"name": "tok"}}})
         elif choice == 6:
@@ -183,6 +260,7 @@ def mutate_weights(blob: bytes, rng: random.Random) -> bytes:
 
     parsed = B.read_blob(blob)
     if rng.random() < 0.3:  # raw bytes of the WEIGHTS section
+
         def flip(sections):
             out = []
             for kind, payload in sections:
@@ -193,6 +271,7 @@ def mutate_weights(blob: bytes, rng: random.Random) -> bytes:
                     payload = bytes(payload)
                 out.append((kind, payload))
             return out
+
         return rewrite_sections(blob, flip)
     weights = [B.Weight(w.name, w.kind, weight_tensor(parsed, w), w.persistent) for w in parsed.weights]
     i = rng.randrange(len(weights)) if weights else 0
@@ -202,8 +281,11 @@ def mutate_weights(blob: bytes, rng: random.Random) -> bytes:
     elif weights and op == 1:
         weights[i] = B.Weight(weights[i].name, rng.choice(B.WEIGHT_KINDS), weights[i].tensor)
     elif weights and op == 2:
-        weights[i] = B.Weight(weights[i].name, weights[i].kind,
-                              weights[i].tensor.to(rng.choice([torch.float16, torch.int64, torch.bool, torch.uint8])))
+        weights[i] = B.Weight(
+            weights[i].name,
+            weights[i].kind,
+            weights[i].tensor.to(rng.choice([torch.float16, torch.int64, torch.bool, torch.uint8])),
+        )
     elif weights and op == 3:
         t = weights[i].tensor.reshape(-1)
         weights[i] = B.Weight(weights[i].name, weights[i].kind, t[: max(0, t.numel() - rng.randint(0, 3))])
@@ -211,8 +293,9 @@ def mutate_weights(blob: bytes, rng: random.Random) -> bytes:
         del weights[i]
     else:
         weights.append(B.Weight(rng.choice(["extra", "0.weight", "a.b"]), "parameter", torch.zeros(2)))
-    return B.write_blob(parsed.io, engine=parsed.engine, graph=parsed.graph, weights=weights,
-                        exec_device_type=parsed.exec_device_type)
+    return B.write_blob(
+        parsed.io, engine=parsed.engine, graph=parsed.graph, weights=weights, exec_device_type=parsed.exec_device_type
+    )
 
 
 def mutate_archive(blob: bytes, rng: random.Random, canary: str) -> bytes:
@@ -235,6 +318,7 @@ def mutate_archive(blob: bytes, rng: random.Random, canary: str) -> bytes:
             else:
                 doc = json.loads(entries["models/model.json"])
                 entries["models/model.json"] = json.dumps(mutate_json(doc, rng, canary, family)).encode()
+
         archive = crafted.rewrite_archive(archive, edit)
     elif choice == 2:  # truncated
         archive = archive[: rng.randrange(len(archive))]
@@ -252,17 +336,26 @@ def mutate_archive(blob: bytes, rng: random.Random, canary: str) -> bytes:
                 zo.writestr(name, zf.read(name) + (b"\0" * 100000 if name.endswith("json") else b""))
         archive = out.getvalue()
     elif choice == 5:  # extra / traversing / duplicate names
-        name = rng.choice(["extra/file", "../../etc/passwd", "data/weights/weight_0", "models/other.json",
-                           "data/weights/model.pt", "data/constants/opaque_obj_3"])
+        name = rng.choice(
+            [
+                "extra/file",
+                "../../etc/passwd",
+                "data/weights/weight_0",
+                "models/other.json",
+                "data/weights/model.pt",
+                "data/constants/opaque_obj_3",
+            ]
+        )
         archive = crafted.rewrite_archive(archive, lambda e: e.__setitem__(name, b"\x80\x04K\x01."))
     elif choice == 6:  # config values of the wrong type
+
         def edit(entries):
             doc = json.loads(entries["data/weights/model_weights_config.json"])
             entry = next(iter(doc["config"].values()), None)
             if entry is not None:
-                entry[rng.choice(["use_pickle", "path_name", "tensor_meta", "is_param"])] = rng.choice(
-                    baits(canary))
+                entry[rng.choice(["use_pickle", "path_name", "tensor_meta", "is_param"])] = rng.choice(baits(canary))
             entries["data/weights/model_weights_config.json"] = json.dumps(doc).encode()
+
         archive = crafted.rewrite_archive(archive, edit)
     else:  # bytes flipped anywhere in the archive
         data = bytearray(archive)
@@ -370,10 +463,18 @@ def parent(args) -> int:
         path.write_bytes(blob)
         return f"{name}, {family}: {path}"
 
-    rc, figures = run_batches(script=__file__, seed=args.seed, inputs=args.inputs, batch=args.batch,
-                              batch_timeout=args.batch_timeout, artifacts=artifacts,
-                              child_args=["--models", args.models], save_input=save_input,
-                              figures_file=args.figures, name="program")
+    rc, figures = run_batches(
+        script=__file__,
+        seed=args.seed,
+        inputs=args.inputs,
+        batch=args.batch,
+        batch_timeout=args.batch_timeout,
+        artifacts=artifacts,
+        child_args=["--models", args.models],
+        save_input=save_input,
+        figures_file=args.figures,
+        name="program",
+    )
     violations = {k: v for k, v in figures["outcomes"].items() if k.startswith("VIOLATION")}
     for k, v in violations.items():
         print(f"{v}x {k}")

@@ -38,7 +38,10 @@ def _seed_models():
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
     conv = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
         torch.nn.Linear(4 * 6 * 6, 5),
     ).eval()
     batch = torch.export.Dim("batch", min=2, max=16)
@@ -199,10 +202,18 @@ def parent(args) -> int:
         return f"{name}, {kind}: {path}"
 
     extra = ["--models", args.models] + (["--no-verify"] if args.no_verify else [])
-    rc, _ = run_batches(script=__file__, seed=args.seed, inputs=args.inputs, batch=args.batch,
-                        batch_timeout=args.batch_timeout, artifacts=artifacts, child_args=extra,
-                        save_input=save_input, figures_file=args.figures,
-                        name="pte" + ("-no-verify" if args.no_verify else ""))
+    rc, _ = run_batches(
+        script=__file__,
+        seed=args.seed,
+        inputs=args.inputs,
+        batch=args.batch,
+        batch_timeout=args.batch_timeout,
+        artifacts=artifacts,
+        child_args=extra,
+        save_input=save_input,
+        figures_file=args.figures,
+        name="pte" + ("-no-verify" if args.no_verify else ""),
+    )
     return rc
 
 

@@ -48,17 +48,27 @@ def valid_engine_only_blob() -> bytes:
 
 def valid_blob_with_unknown_section() -> bytes:
     """Unknown section kinds are skipped by the reader (forward compatibility)."""
-    return B.write_sections([(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (99, b"future"), (B.SECTION_ENGINE, ENGINE)],
-                            1, 0)
+    return B.write_sections(
+        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (99, b"future"), (B.SECTION_ENGINE, ENGINE)], 1, 0
+    )
 
 
 def valid_v1_blob() -> bytes:
     """Version 1 (still read): IO_TABLE + ENGINE + PROGRAM (a torch.export.save archive) + METADATA."""
     import json
 
-    return B.write_sections([(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE),
-                             (B.SECTION_PROGRAM, PROGRAM), (B.SECTION_METADATA, json.dumps(METADATA).encode())],
-                            1, 0, version=1, alignment=1)
+    return B.write_sections(
+        [
+            (B.SECTION_IO_TABLE, B.encode_io_table(IO)),
+            (B.SECTION_ENGINE, ENGINE),
+            (B.SECTION_PROGRAM, PROGRAM),
+            (B.SECTION_METADATA, json.dumps(METADATA).encode()),
+        ],
+        1,
+        0,
+        version=1,
+        alignment=1,
+    )
 
 
 def _patch(data: bytes, offset: int, fmt: str, *values) -> bytes:
@@ -78,8 +88,9 @@ def _with_io(io_payload: bytes) -> bytes:
     return B.write_sections([(B.SECTION_IO_TABLE, io_payload), (B.SECTION_ENGINE, ENGINE)], 1, 0)
 
 
-def weight_entry_raw(kind=0, dtype=6, sizes=(4,), strides=(1,), flags=0, name=b"w", offset=64, nbytes=16,
-                     reserved=0) -> bytes:
+def weight_entry_raw(
+    kind=0, dtype=6, sizes=(4,), strides=(1,), flags=0, name=b"w", offset=64, nbytes=16, reserved=0
+) -> bytes:
     raw = struct.pack("<BBBBHHQQ", kind, dtype, len(sizes), flags, len(name), reserved, offset, nbytes) + name
     return raw + struct.pack(f"<{len(sizes)}q", *sizes) + struct.pack(f"<{len(strides)}q", *strides)
 
@@ -87,7 +98,9 @@ def weight_entry_raw(kind=0, dtype=6, sizes=(4,), strides=(1,), flags=0, name=b"
 def with_weights(payload: bytes, *, weights_alignment: int = B.ALIGNMENT) -> bytes:
     """A v2 blob whose WEIGHTS payload is ``payload`` (as given: tables for the damaged-blob cases)."""
     return B.write_sections(
-        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, payload)], 1, 0,
+        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, payload)],
+        1,
+        0,
         alignment=weights_alignment,
     )
 
@@ -127,8 +140,18 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "v2_no_engine_no_graph": (B.write_sections([(1, io_table)], 1, 0), "neither an ENGINE nor a GRAPH"),
         "v2_graph_without_weights": (B.write_sections([(1, io_table), (B.SECTION_GRAPH, GRAPH)], 1, 0), "without"),
         "v2_refit_map_without_engine": (
-            B.write_sections([(1, io_table), (B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, weights_payload()),
-                              (B.SECTION_REFIT_MAP, b"")], 1, 0), "REFIT_MAP"),
+            B.write_sections(
+                [
+                    (1, io_table),
+                    (B.SECTION_GRAPH, GRAPH),
+                    (B.SECTION_WEIGHTS, weights_payload()),
+                    (B.SECTION_REFIT_MAP, b""),
+                ],
+                1,
+                0,
+            ),
+            "REFIT_MAP",
+        ),
         "metadata_not_utf8": (B.write_sections([(1, io_table), (2, ENGINE), (4, b"\xff\xfe")], 1, 0), "METADATA"),
         "io_table_short": (_with_io(b"\x01\x00"), "ends early"),
         "io_entry_count_too_big": (_with_io(struct.pack("<I", 2) + _io_entry_raw()), "ends early"),
@@ -155,12 +178,18 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "weights_negative_stride": (with_weights(weights_payload(w(sizes=(4,), strides=(-1,)))), "negative"),
         "weights_nbytes_vs_shape": (with_weights(weights_payload(w(nbytes=12))), "address 16"),
         "weights_overflowing_shape": (
-            with_weights(weights_payload(w(sizes=(2**40, 2**40), strides=(2**40, 1), nbytes=16))), "addresses more than"),
+            with_weights(weights_payload(w(sizes=(2**40, 2**40), strides=(2**40, 1), nbytes=16))),
+            "addresses more than",
+        ),
         "weights_misaligned_offset": (with_weights(weights_payload(w(offset=96))), "aligned"),
         "weights_data_past_end": (with_weights(weights_payload(w(offset=192))), "outside"),
         "weights_data_in_table": (with_weights(weights_payload(w(offset=0))), "outside"),
         "weights_entry_truncated": (with_weights(struct.pack("<II", 1, 0) + w()[:20]), "truncated"),
         "weights_huge_offset": (with_weights(weights_payload(w(offset=2**64 - 64))), "outside"),
+        "weights_empty_with_offset": (
+            with_weights(weights_payload(w(sizes=(0,), nbytes=0, offset=2**40))),
+            "empty entry's offset is 0",
+        ),
     }
 
 

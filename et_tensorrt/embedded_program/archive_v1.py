@@ -27,7 +27,10 @@ MODEL = "models/model.json"
 SAMPLE_INPUTS = "data/sample_inputs/model.pt"
 # What torch.export.save writes besides the model, configs and raw files (never read).
 _BOOKKEEPING = {"archive_format", "archive_version", ".data/version", ".data/serialization_id", "byteorder"}
-CONFIGS = {"weights": "data/weights/model_weights_config.json", "constants": "data/constants/model_constants_config.json"}
+CONFIGS = {
+    "weights": "data/weights/model_weights_config.json",
+    "constants": "data/constants/model_constants_config.json",
+}
 PICKLED_LEGACY = ("data/weights/model.pt", "data/constants/model.pt")
 _FILE = {"weights": re.compile(r"weight_[0-9]{1,9}\Z"), "constants": re.compile(r"tensor_[0-9]{1,9}\Z")}
 MAX_ENTRIES = 1 << 16
@@ -69,8 +72,13 @@ class Archive:
 
 
 def _as_int(v, where: str, lo: int = 0) -> int:
-    if not isinstance(v, dict) or set(v) != {"as_int"} or not isinstance(v["as_int"], int) or isinstance(
-            v["as_int"], bool) or not lo <= v["as_int"] < 2**63:
+    if (
+        not isinstance(v, dict)
+        or set(v) != {"as_int"}
+        or not isinstance(v["as_int"], int)
+        or isinstance(v["as_int"], bool)
+        or not lo <= v["as_int"] < 2**63
+    ):
         refuse(where, f"{str(v)[:80]} is not a static size (symbolic sizes are refused here)")
     return v["as_int"]
 
@@ -82,8 +90,12 @@ def _tensor(archive: Archive, folder: str, path_name: str, meta, files: dict, wh
     if dtype is None or meta.get("layout") != int(S.Layout.Strided):
         refuse(where, f"dtype {meta.get('dtype')!r} / layout {meta.get('layout')!r} is not a plain strided tensor")
     sizes, strides = meta.get("sizes"), meta.get("strides")
-    if not isinstance(sizes, list) or not isinstance(strides, list) or len(sizes) != len(strides) or len(
-            sizes) > MAX_RANK:
+    if (
+        not isinstance(sizes, list)
+        or not isinstance(strides, list)
+        or len(sizes) != len(strides)
+        or len(sizes) > MAX_RANK
+    ):
         refuse(where, "sizes and strides do not describe a tensor")
     sizes = [_as_int(s, where) for s in sizes]
     strides = [_as_int(s, where) for s in strides]
@@ -93,7 +105,9 @@ def _tensor(archive: Archive, folder: str, path_name: str, meta, files: dict, wh
         raw = archive.read(f"data/{folder}/{path_name}")
         if len(raw) % dtype.itemsize:
             refuse(where, f"{len(raw)} bytes is not a whole number of {dtype} elements")
-        files[key] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype) if raw else torch.empty(0, dtype=dtype)
+        files[key] = (
+            torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype) if raw else torch.empty(0, dtype=dtype)
+        )
     storage = files[key]
     if any(s == 0 for s in sizes):
         return torch.empty_strided(sizes, strides, dtype=dtype)
@@ -114,11 +128,20 @@ def read_archive(data: bytes) -> tuple[bytes, dict[str, tuple[str, torch.Tensor]
             refuse(legacy, "is a pickled weights file (legacy format); refused")
     sample = archive.entries.get(SAMPLE_INPUTS)
     if sample is not None and sample.file_size != 0:
-        refuse(SAMPLE_INPUTS, f"holds {sample.file_size} bytes of pickled sample inputs (et_tensorrt never stores "
-                              "any); refused without reading it")
+        refuse(
+            SAMPLE_INPUTS,
+            f"holds {sample.file_size} bytes of pickled sample inputs (et_tensorrt never stores "
+            "any); refused without reading it",
+        )
     for name in archive.entries:
-        known = name in _BOOKKEEPING or name in (MODEL, SAMPLE_INPUTS) or name in CONFIGS.values() or any(
-            name.startswith(f"data/{folder}/") and _FILE[folder].match(name.rsplit("/", 1)[1]) for folder in _FILE)
+        known = (
+            name in _BOOKKEEPING
+            or name in (MODEL, SAMPLE_INPUTS)
+            or name in CONFIGS.values()
+            or any(
+                name.startswith(f"data/{folder}/") and _FILE[folder].match(name.rsplit("/", 1)[1]) for folder in _FILE
+            )
+        )
         if not known:
             leaf = name.rsplit("/", 1)[-1]
             if leaf.startswith("custom_obj_"):

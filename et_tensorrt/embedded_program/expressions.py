@@ -20,19 +20,64 @@ from __future__ import annotations
 import re
 
 # Classes torch prints for shape arithmetic and guards (sympy's and torch.utils._sympy.functions').
-CALLS = frozenset({
-    "Add", "Mul", "Pow", "Max", "Min", "Abs", "Mod", "PythonMod", "FloorDiv", "CeilDiv", "CleanDiv",
-    "ModularIndexing", "Where", "IntTrueDiv", "FloatTrueDiv", "TruncToInt", "TruncToFloat", "CeilToInt",
-    "FloorToInt", "RoundToInt", "ToFloat", "Identity", "IsNonOverlappingAndDenseIndicator", "Equality",
-    "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan", "And", "Or", "Not",
-})
+CALLS = frozenset(
+    {
+        "Add",
+        "Mul",
+        "Pow",
+        "Max",
+        "Min",
+        "Abs",
+        "Mod",
+        "PythonMod",
+        "FloorDiv",
+        "CeilDiv",
+        "CleanDiv",
+        "ModularIndexing",
+        "Where",
+        "IntTrueDiv",
+        "FloatTrueDiv",
+        "TruncToInt",
+        "TruncToFloat",
+        "CeilToInt",
+        "FloorToInt",
+        "RoundToInt",
+        "ToFloat",
+        "Identity",
+        "IsNonOverlappingAndDenseIndicator",
+        "Equality",
+        "Unequality",
+        "StrictLessThan",
+        "LessThan",
+        "StrictGreaterThan",
+        "GreaterThan",
+        "And",
+        "Or",
+        "Not",
+    }
+)
 # Left out on purpose: PowByNatural, FloatPow, LShift, RShift, RoundDecimal. Their operands are unbounded
 # and sympy evaluates literal arguments eagerly (PowByNatural(10**19, 10**19) does not finish).
 ATOMS = frozenset({"oo", "true", "false"})
-ASSUMPTIONS = frozenset({
-    "positive", "negative", "nonnegative", "nonpositive", "integer", "real", "finite", "infinite", "zero",
-    "nonzero", "commutative", "rational", "extended_real", "even", "odd",
-})
+ASSUMPTIONS = frozenset(
+    {
+        "positive",
+        "negative",
+        "nonnegative",
+        "nonpositive",
+        "integer",
+        "real",
+        "finite",
+        "infinite",
+        "zero",
+        "nonzero",
+        "commutative",
+        "rational",
+        "extended_real",
+        "even",
+        "odd",
+    }
+)
 SYMBOL = re.compile(r"[a-z]{1,8}[0-9]{1,6}\Z")  # s0, u12, zuf3: torch's symbol names
 _DECIMAL = re.compile(r"-?[0-9]{1,20}(\.[0-9]{0,20})?(e[-+]?[0-9]{1,3})?\Z")
 MAX_LENGTH = 8192
@@ -42,8 +87,10 @@ MAX_INT = 2**63
 MAX_EXPONENT = 8
 MAX_POWERS = 4  # with MAX_EXPONENT and MAX_INT, bounds the integers Pow can make
 
-_TOKEN = re.compile(r"\s*(?:(?P<int>-?[0-9]{1,20})(?![0-9.eE])|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-                    r"|(?P<str>'[^'\\\n]{0,64}')|(?P<punct>[(),=])|(?P<neg>-))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<int>-?[0-9]{1,20})(?![0-9.eE])|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<str>'[^'\\\n]{0,64}')|(?P<punct>[(),=])|(?P<neg>-))"
+)
 
 
 class ExpressionError(ValueError):
@@ -58,7 +105,7 @@ def _tokens(expr: str) -> list[tuple[str, str]]:
         m = _TOKEN.match(expr, pos)
         if m is None or m.end() == pos:
             pos += len(expr[pos:]) - len(expr[pos:].lstrip())
-            raise ExpressionError(f"unexpected character {expr[pos:pos + 1]!r} at {pos}")
+            raise ExpressionError(f"unexpected character {expr[pos : pos + 1]!r} at {pos}")
         out.append((m.lastgroup, m.group(m.lastgroup)))
         pos = m.end()
         if len(out) > MAX_TOKENS:
@@ -136,8 +183,9 @@ class _Parser:
             if name == "Pow":
                 self.powers += 1
                 if len(args) != 2 or args[1] is None or abs(args[1]) > MAX_EXPONENT or self.powers > MAX_POWERS:
-                    raise ExpressionError(f"Pow must raise to an Integer of at most {MAX_EXPONENT}, "
-                                          f"at most {MAX_POWERS} times")
+                    raise ExpressionError(
+                        f"Pow must raise to an Integer of at most {MAX_EXPONENT}, at most {MAX_POWERS} times"
+                    )
         else:
             raise ExpressionError(f"name {name!r} is not a shape-arithmetic class")
         self.take("punct", ")")

@@ -34,8 +34,19 @@ MAX_TREESPEC = 1 << 16
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PATH_PART = re.compile(r"[A-Za-z0-9_]+\Z")
 # Names the generated forward() relies on: a value named like one would shadow it.
-_RESERVED = frozenset(dir(builtins)) | {"torch", "self", "fx_pytree", "pytree", "inf", "nan", "device", "math",
-                                         "operator", "_operator", "forward"}
+_RESERVED = frozenset(dir(builtins)) | {
+    "torch",
+    "self",
+    "fx_pytree",
+    "pytree",
+    "inf",
+    "nan",
+    "device",
+    "math",
+    "operator",
+    "_operator",
+    "forward",
+}
 _DTYPES = frozenset(int(v) for v in S.ScalarType if v != S.ScalarType.UNKNOWN)
 _MEMORY_FORMATS = frozenset(int(v) for v in S.MemoryFormat if v != S.MemoryFormat.Unknown)
 _DEVICE_TYPES = ("cpu", "cuda")
@@ -212,15 +223,15 @@ def check_argument(arg, where: str) -> None:
         for i, v in enumerate(_list(value, where) if kind == "as_ints" else [value]):
             check_int(v, f"{where}[{i}]")
     elif kind in ("as_float", "as_floats"):
-        for v in (_list(value, where) if kind == "as_floats" else [value]):
+        for v in _list(value, where) if kind == "as_floats" else [value]:
             if not isinstance(v, float):
                 refuse(where, f"{v!r} is not a float")
     elif kind in ("as_bool", "as_bools"):
-        for v in (_list(value, where) if kind == "as_bools" else [value]):
+        for v in _list(value, where) if kind == "as_bools" else [value]:
             if not isinstance(v, bool):
                 refuse(where, f"{v!r} is not a bool")
     elif kind in ("as_string", "as_strings"):
-        for v in (_list(value, where) if kind == "as_strings" else [value]):
+        for v in _list(value, where) if kind == "as_strings" else [value]:
             if not isinstance(v, str) or len(v) > MAX_STRING:
                 refuse(where, "is not a (bounded) string")
     elif kind in ("as_sym_int", "as_sym_ints", "as_sym_bool", "as_sym_bools", "as_sym_float", "as_sym_floats"):
@@ -247,8 +258,16 @@ def check_argument(arg, where: str) -> None:
 # ------------------------------------------------------------------------------------------ the graph
 
 
-_NODE_OUTPUTS = ("as_tensor", "as_tensors", "as_sym_int", "as_sym_ints", "as_sym_bool", "as_sym_bools", "as_none",
-                 "as_optional_tensors")
+_NODE_OUTPUTS = (
+    "as_tensor",
+    "as_tensors",
+    "as_sym_int",
+    "as_sym_ints",
+    "as_sym_bool",
+    "as_sym_bools",
+    "as_none",
+    "as_optional_tensors",
+)
 
 
 def check_node(node, index: int) -> None:
@@ -298,8 +317,7 @@ def check_graph(graph) -> None:
     for name, meta in _dict(graph.tensor_values, "tensor_values").items():
         check_name(name, f"tensor value {name!r}")
         check_tensor_meta(meta, f"tensor value {name!r}")
-    for field, cls in (("sym_int_values", S.SymInt), ("sym_bool_values", S.SymBool),
-                       ("sym_float_values", S.SymFloat)):
+    for field, cls in (("sym_int_values", S.SymInt), ("sym_bool_values", S.SymBool), ("sym_float_values", S.SymFloat)):
         for name, value in _dict(getattr(graph, field), field).items():
             check_name(name, f"{field} {name!r}")
             check_sym(value, cls, f"{field} {name!r}")
@@ -332,7 +350,9 @@ def check_signature(sig) -> None:
             if kind == "buffer" and not isinstance(value.persistent, bool):
                 refuse(where, "persistent is not a bool")
         elif kind == "custom_obj":
-            refuse(f"custom object {getattr(value, 'custom_obj_name', '?')!r}", "custom (torchbind) objects are refused")
+            refuse(
+                f"custom object {getattr(value, 'custom_obj_name', '?')!r}", "custom (torchbind) objects are refused"
+            )
         else:
             refuse(where, "is refused (tokens and constant inputs never occur in a delegated partition)")
     for i, spec in enumerate(_list(sig.output_specs, "output specs")):
@@ -384,8 +404,10 @@ def check_treespec(text, where: str) -> None:
                 keys = json.loads(context) if isinstance(context, str) else None
             except ValueError:
                 keys = None
-            if not isinstance(keys, list) or len(keys) != len(children) or not all(
-                isinstance(k, str) and len(k) <= MAX_NAME for k in keys
+            if (
+                not isinstance(keys, list)
+                or len(keys) != len(children)
+                or not all(isinstance(k, str) and len(k) <= MAX_NAME for k in keys)
             ):
                 refuse(where, "dict treespec context is not a list of its string keys")
         else:

@@ -24,8 +24,11 @@ _LOAD_LOCK = threading.Lock()
 
 # Which graph-signature kinds a stored tensor may back: a version-1 archive files non-persistent buffers
 # under constants.
-_BACKS = {"parameter": {"parameter", "weights"}, "buffer": {"buffer", "weights", "constants"},
-          "tensor_constant": {"constant", "constants"}}
+_BACKS = {
+    "parameter": {"parameter", "weights"},
+    "buffer": {"buffer", "weights", "constants"},
+    "tensor_constant": {"constant", "constants"},
+}
 
 
 def _refuse(what: str) -> None:
@@ -95,8 +98,11 @@ def bind_weights(program, tensors: dict[str, tuple[str, torch.Tensor, bool]], *,
         if kind == "user_input":
             continue
         value = spec.value
-        target = {"parameter": getattr(value, "parameter_name", None), "buffer": getattr(value, "buffer_name", None),
-                  "tensor_constant": getattr(value, "tensor_constant_name", None)}[kind]
+        target = {
+            "parameter": getattr(value, "parameter_name", None),
+            "buffer": getattr(value, "buffer_name", None),
+            "tensor_constant": getattr(value, "tensor_constant_name", None),
+        }[kind]
         if target not in tensors:
             _refuse(f"{kind} {target!r} has no stored tensor")
         stored, tensor, persistent = tensors[target]

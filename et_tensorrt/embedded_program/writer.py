@@ -28,12 +28,16 @@ def program_weights(ep: ExportedProgram) -> list[Weight]:
         if spec.kind == InputKind.USER_INPUT:
             continue
         if spec.kind not in _KINDS:
-            raise EngineBuildError(f"the partition lifts {spec.target!r} as {spec.kind.name}, which the blob format "
-                                   "cannot carry without pickling (custom objects and tokens are refused)")
+            raise EngineBuildError(
+                f"the partition lifts {spec.target!r} as {spec.kind.name}, which the blob format "
+                "cannot carry without pickling (custom objects and tokens are refused)"
+            )
         tensor = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
         if not isinstance(tensor, torch.Tensor) or type(tensor.data) is not torch.Tensor:
-            raise EngineBuildError(f"the partition's {_KINDS[spec.kind]} {spec.target!r} is a "
-                                   f"{type(tensor).__name__}, not a plain tensor; the blob format stores raw tensors only")
+            raise EngineBuildError(
+                f"the partition's {_KINDS[spec.kind]} {spec.target!r} is a "
+                f"{type(tensor).__name__}, not a plain tensor; the blob format stores raw tensors only"
+            )
         weights.append(Weight(spec.target, _KINDS[spec.kind], tensor, spec.persistent is not False))
     return weights
 

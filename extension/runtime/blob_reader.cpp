@@ -249,8 +249,10 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
   const size_t table_end = r.position();
   for (size_t i = 0; i < entries.size(); ++i) {
     WeightEntry& w = entries[i];
-    if (w.nbytes > 0 && (w.offset < table_end || w.offset > section.size || w.nbytes > section.size - w.offset)) {
-      fail("WEIGHTS entry " + std::to_string(i) + " ('" + w.name + "') data lies outside the WEIGHTS data region");
+    if (w.nbytes == 0 ? w.offset != 0
+                      : (w.offset < table_end || w.offset > section.size || w.nbytes > section.size - w.offset)) {
+      fail("WEIGHTS entry " + std::to_string(i) + " ('" + w.name + "') data lies outside the WEIGHTS data region" +
+           (w.nbytes == 0 ? " (an empty entry's offset is 0)" : ""));
     }
     w.offset += section_offset;
   }

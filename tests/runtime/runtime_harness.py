@@ -14,7 +14,6 @@ plan tests use the very blob the runtime parses, and ``corrupt_delegate_magic`` 
 from __future__ import annotations
 
 import copy
-import struct
 import time
 from typing import Any, Optional, Sequence
 

@@ -162,19 +162,27 @@ def v1_route(route: str, canary: str) -> Callable[[dict[str, bytes]], None]:
         if route == "sample_inputs":
             entries["data/sample_inputs/model.pt"] = canary_pickle(canary)
         elif route == "use_pickle":
+
             def pickled(config):
                 first = next(iter(config.values()))
                 first.update(use_pickle=True, path_name="weight_90")
+
             _edit_config(entries, weights, pickled)
             entries["data/weights/weight_90"] = canary_pickle(canary)
         elif route in ("custom_object", "opaque_object"):
             prefix = "custom_obj_0" if route == "custom_object" else "opaque_obj_0"
-            _edit_config(entries, constants, lambda c: c.update(
-                {"obj": {"path_name": prefix, "is_param": False, "use_pickle": True, "tensor_meta": None}}))
+            _edit_config(
+                entries,
+                constants,
+                lambda c: c.update(
+                    {"obj": {"path_name": prefix, "is_param": False, "use_pickle": True, "tensor_meta": None}}
+                ),
+            )
             entries[f"data/constants/{prefix}"] = pickle.dumps(Canary(canary))
         elif route == "expression_v1":
-            entries["models/model.json"] = json.dumps(with_expression(json.loads(entries["models/model.json"]),
-                                                                      expression_bait(canary))).encode()
+            entries["models/model.json"] = json.dumps(
+                with_expression(json.loads(entries["models/model.json"]), expression_bait(canary))
+            ).encode()
         else:
             raise ValueError(route)
 
@@ -207,8 +215,14 @@ def v2_route(route: str, canary: str) -> Callable[[dict], None]:
             # pytree's enum hook imports the module named in "fqn" and walks the attribute path ("this": a
             # harmless module with a visible import side effect; any installed module would be imported).
             ctx = json.dumps([{"__enum__": True, "fqn": "this:Enum", "name": "x"}])
-            spec = [1, {"type": "builtins.dict", "context": ctx, "children_spec": [
-                {"type": None, "context": None, "children_spec": []}]}]
+            spec = [
+                1,
+                {
+                    "type": "builtins.dict",
+                    "context": ctx,
+                    "children_spec": [{"type": None, "context": None, "children_spec": []}],
+                },
+            ]
             doc["graph_module"]["module_call_graph"][0]["signature"]["in_spec"] = json.dumps(spec)
         elif route == "target":
             node = graph["nodes"][0]

@@ -53,8 +53,9 @@ def test_the_crafted_archives_do_run_code_in_torchs_own_loader(lowered, route, t
     each version-1 route creates its canary. (custom_object needs a registered torchbind class to run
     anything; it is refused all the same.)"""
     canary = tmp_path / f"canary_{route}"
-    archive = crafted.rewrite_archive(crafted.partition_archive(crafted.first_blob(lowered[0])),
-                                      crafted.v1_route(route, str(canary)))
+    archive = crafted.rewrite_archive(
+        crafted.partition_archive(crafted.first_blob(lowered[0])), crafted.v1_route(route, str(canary))
+    )
     try:
         torch.export.load(io.BytesIO(archive))
     except Exception:  # noqa: BLE001 - it fails after the payload ran

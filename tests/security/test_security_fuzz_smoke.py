@@ -20,8 +20,12 @@ def artifacts(tmp_path_factory):
 
 
 def _fuzz(script: str, artifacts: Path, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, str(SCRIPTS / script), "--artifacts", str(artifacts), *args],
-                          capture_output=True, text=True, timeout=1500)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), "--artifacts", str(artifacts), *args],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert figures["crashes"] == figures["hangs"] == figures["code_runs"] == 0, figures
@@ -36,8 +40,9 @@ def test_mutated_pte_files_through_the_runner(artifacts):
 
 
 def test_hostile_programs_through_the_loader(artifacts):
-    figures = _fuzz("fuzz_program.py", artifacts, "--seed", "11", "--inputs", "150", "--batch", "150",
-                    "--models", "mlp")
+    figures = _fuzz(
+        "fuzz_program.py", artifacts, "--seed", "11", "--inputs", "150", "--batch", "150", "--models", "mlp"
+    )
     outcomes = figures["outcomes"]
     assert not any(k.startswith("VIOLATION") for k in outcomes), outcomes
     assert outcomes.get("program refused", 0) > 50 and outcomes.get("loaded, ran", 0) > 0, outcomes

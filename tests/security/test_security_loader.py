@@ -37,8 +37,10 @@ class Net(torch.nn.Module):
         return torch.relu(self.fc(x)) * self.scale + self.shift + torch.tensor([1.0, 0.0, 0.0, 1.0])
 
 
-IO = [B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange(1, 2, 16), B.DimRange.static(8))),
-      B.IOEntry(B.ROLE_OUTPUT, "y", 6, (B.DimRange(1, 2, 16), B.DimRange.static(4)))]
+IO = [
+    B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange(1, 2, 16), B.DimRange.static(8))),
+    B.IOEntry(B.ROLE_OUTPUT, "y", 6, (B.DimRange(1, 2, 16), B.DimRange.static(4))),
+]
 
 
 @pytest.fixture(scope="module")
@@ -98,37 +100,82 @@ REFUSALS = {
     "target_extension": (lambda d: _nodes(d)[0].update(target="#ns:op"), "not an op"),
     "node_name_code": (lambda d: _nodes(d)[0].update(name="x = open('/tmp/x')"), "not an identifier"),
     "node_name_reserved": (lambda d: _nodes(d)[0]["outputs"][0]["as_tensor"].update(name="torch"), "reserved"),
-    "operator_argument": (lambda d: _nodes(d)[0]["inputs"].append(
-        {"name": "fn", "arg": {"as_operator": "torch.save"}, "kind": 2}), "as_operator"),
-    "graph_argument": (lambda d: _nodes(d)[0]["inputs"].append(
-        {"name": "g", "arg": {"as_graph": {"name": "g", "graph": json.loads(json.dumps(d["graph_module"]["graph"]))}},
-         "kind": 1}), "as_graph"),
-    "custom_object_value": (lambda d: d["graph_module"]["graph"]["custom_obj_values"].update(
-        obj={"name": "obj", "class_fqn": "__torch__.x"}), "custom object 'obj'"),
-    "custom_object_input": (lambda d: d["graph_module"]["signature"]["input_specs"].insert(0, {"custom_obj": {
-        "arg": {"name": "obj", "class_fqn": "x"}, "custom_obj_name": "obj"}}), "custom object 'obj'"),
-    "token_input": (lambda d: d["graph_module"]["signature"]["input_specs"].insert(0, {"token": {
-        "arg": {"name": "tok"}}}), "tokens"),
-    "weight_path_code": (lambda d: next(s for s in d["graph_module"]["signature"]["input_specs"] if "parameter" in s)[
-        "parameter"].update(parameter_name='fc") or open("x'), "dotted module path"),
-    "treespec_enum": (lambda d: d["graph_module"]["module_call_graph"][0]["signature"].update(in_spec=json.dumps(
-        [1, {"type": "builtins.dict", "context": json.dumps([{"__enum__": True, "fqn": "os:x", "name": "y"}]),
-             "children_spec": [{"type": None, "context": None, "children_spec": []}]}])), "treespec"),
-    "treespec_type": (lambda d: d["graph_module"]["module_call_graph"][0]["signature"].update(in_spec=json.dumps(
-        [1, {"type": "collections.namedtuple", "context": "null", "children_spec": []}])), "treespec type"),
+    "operator_argument": (
+        lambda d: _nodes(d)[0]["inputs"].append({"name": "fn", "arg": {"as_operator": "torch.save"}, "kind": 2}),
+        "as_operator",
+    ),
+    "graph_argument": (
+        lambda d: _nodes(d)[0]["inputs"].append(
+            {
+                "name": "g",
+                "arg": {"as_graph": {"name": "g", "graph": json.loads(json.dumps(d["graph_module"]["graph"]))}},
+                "kind": 1,
+            }
+        ),
+        "as_graph",
+    ),
+    "custom_object_value": (
+        lambda d: d["graph_module"]["graph"]["custom_obj_values"].update(
+            obj={"name": "obj", "class_fqn": "__torch__.x"}
+        ),
+        "custom object 'obj'",
+    ),
+    "custom_object_input": (
+        lambda d: d["graph_module"]["signature"]["input_specs"].insert(
+            0, {"custom_obj": {"arg": {"name": "obj", "class_fqn": "x"}, "custom_obj_name": "obj"}}
+        ),
+        "custom object 'obj'",
+    ),
+    "token_input": (
+        lambda d: d["graph_module"]["signature"]["input_specs"].insert(0, {"token": {"arg": {"name": "tok"}}}),
+        "tokens",
+    ),
+    "weight_path_code": (
+        lambda d: next(s for s in d["graph_module"]["signature"]["input_specs"] if "parameter" in s)[
+            "parameter"
+        ].update(parameter_name='fc") or open("x'),
+        "dotted module path",
+    ),
+    "treespec_enum": (
+        lambda d: d["graph_module"]["module_call_graph"][0]["signature"].update(
+            in_spec=json.dumps(
+                [
+                    1,
+                    {
+                        "type": "builtins.dict",
+                        "context": json.dumps([{"__enum__": True, "fqn": "os:x", "name": "y"}]),
+                        "children_spec": [{"type": None, "context": None, "children_spec": []}],
+                    },
+                ]
+            )
+        ),
+        "treespec",
+    ),
+    "treespec_type": (
+        lambda d: d["graph_module"]["module_call_graph"][0]["signature"].update(
+            in_spec=json.dumps([1, {"type": "collections.namedtuple", "context": "null", "children_spec": []}])
+        ),
+        "treespec type",
+    ),
     "guards_code": (lambda d: d.update(guards_code=["import os"]), "guards_code"),
     "verifiers": (lambda d: d.update(verifiers=["EDGE"]), "verifier"),
     "schema_version": (lambda d: d.update(schema_version={"major": 1, "minor": 0}), "schema"),
-    "namedtuple_fields": (lambda d: d["graph_module"].update(treespec_namedtuple_fields={"x": {"field_names": []}}),
-                          "named tuples"),
-    "range_symbol": (lambda d: d["range_constraints"].update({"u99999999999": {"min_val": 0, "max_val": 1}}),
-                     "shape symbol"),
+    "namedtuple_fields": (
+        lambda d: d["graph_module"].update(treespec_namedtuple_fields={"x": {"field_names": []}}),
+        "named tuples",
+    ),
+    "range_symbol": (
+        lambda d: d["range_constraints"].update({"u99999999999": {"min_val": 0, "max_val": 1}}),
+        "shape symbol",
+    ),
     "device": (lambda d: _input_meta(d)["device"].update(type="meta"), "neither cpu nor cuda"),
     "layout": (lambda d: _input_meta(d).update(layout=1), "not strided"),
     "dtype": (lambda d: _input_meta(d).update(dtype=99), "dtype code"),
     "negative_size": (lambda d: _input_meta(d)["sizes"].__setitem__(1, {"as_int": -8}), "not an integer in"),
-    "huge_int": (lambda d: _nodes(d)[0]["inputs"].append(
-        {"name": "n", "arg": {"as_int": 2**70}, "kind": 2}), "not an integer in"),
+    "huge_int": (
+        lambda d: _nodes(d)[0]["inputs"].append({"name": "n", "arg": {"as_int": 2**70}, "kind": 2}),
+        "not an integer in",
+    ),
     "wrong_type": (lambda d: _nodes(d)[0].update(inputs={"not": "a list"}), "GRAPH"),
 }
 
@@ -185,8 +232,9 @@ def v1_archive(program):
 
 
 def _v1(archive: bytes) -> bytes:
-    return B.write_sections([(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_PROGRAM, archive)], 0, 0,
-                            version=1, alignment=1)
+    return B.write_sections(
+        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_PROGRAM, archive)], 0, 0, version=1, alignment=1
+    )
 
 
 def test_a_version_1_archive_loads(program, v1_archive):
@@ -232,8 +280,13 @@ def test_allowed_targets_are_derived_from_the_partitioner_table():
     assert "torch.ops.aten._unsafe_view.default" in allowed  # a checked view, despite its name
     assert "torch.ops.aten.select.int" in allowed  # the view form of the edge op select_copy
     assert "torch.ops.aten.avg_pool2d.default" in allowed and "_operator.mul" in allowed
-    for refused in ("torch.ops.aten.as_strided.default", "torch.ops.aten.add_.Tensor", "torch.save",
-                    "torch.ops.aten._reshape_alias.default", "torch.ops.aten.set_.source_Tensor"):
+    for refused in (
+        "torch.ops.aten.as_strided.default",
+        "torch.ops.aten.add_.Tensor",
+        "torch.save",
+        "torch.ops.aten._reshape_alias.default",
+        "torch.ops.aten.set_.source_Tensor",
+    ):
         assert refused not in allowed, refused
     assert unsafe_reason(torch.ops.aten.as_strided.default) and unsafe_reason(torch.ops.aten.relu_.default)
     assert unsafe_reason(torch.ops.aten.relu.default) is None
