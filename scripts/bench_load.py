@@ -7,6 +7,10 @@ Programs: a small MLP lowered with et_tensorrt (one delegate), and a deep MLP lo
 portable kernels (no delegate: every op is an instruction in the flatbuffer the verifier walks; its
 weights are in a segment). Times cover ``Runner(...)`` only (Module::load: header, verification,
 program tables); method loading (delegate init) is the same with and without verification.
+
+A second table times the delegate's embedded-program load for the small MLP's partition: the safe loader on
+the blob's GRAPH + WEIGHTS (format 2), the safe loader on the same program as a torch.export.save archive
+(format 1), and ``torch.export.load`` of that archive (what the runtime called before format 2).
 """
 
 from __future__ import annotations
@@ -77,6 +81,37 @@ def main() -> None:
                 minimal.append(median_load_ms(path, False, args.repeat))
             v, m = statistics.median(verified), statistics.median(minimal)
             print(f"| {name} | {len(data) / 1024:,.0f} KiB | {v:.3f} | {m:.3f} | {v - m:+.3f} ms ({v / m:.2f}x) |")
+    program_load_table(programs["MLP 8-16-4, et_tensorrt delegate"], args.repeat)
+
+
+def program_load_table(pte: bytes, repeat: int) -> None:
+    import io
+
+    from et_tensorrt.blob import Blob, read_blob
+    from et_tensorrt.embedded_program import load_program
+    from et_tensorrt.inspection import delegate_blobs
+
+    blob = read_blob(delegate_blobs(pte)[0])
+    buf = io.BytesIO()
+    torch.export.save(load_program(blob), buf)
+    archive = buf.getvalue()
+    v1 = Blob(io=blob.io, program=archive, version=1)
+    loads = {
+        "safe loader, GRAPH + WEIGHTS (format 2)": lambda: load_program(blob),
+        "safe loader, torch.export.save archive (format 1)": lambda: load_program(v1),
+        "torch.export.load of the archive (before format 2)": lambda: torch.export.load(io.BytesIO(archive)),
+    }
+    print()
+    print("| embedded program load (MLP partition) | median ms |")
+    print("|---|---:|")
+    for name, load in loads.items():
+        load()
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            load()
+            times.append((time.perf_counter() - t) * 1e3)
+        print(f"| {name} | {statistics.median(times):.2f} |")
 
 
 if __name__ == "__main__":

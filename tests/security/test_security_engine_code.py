@@ -126,3 +126,26 @@ def test_tensorrt_rtx_has_the_switches_the_loader_sets():
     assert runtime.engine_host_code_allowed is False
     if hasattr(runtime, "tempfile_control_flags"):
         assert runtime.tempfile_control_flags == 0
+
+
+def test_an_engine_only_blob_fails_init_with_the_reason_where_its_engine_cannot_run():
+    from et_tensorrt import blob as B
+    from et_tensorrt.runtime import executors
+
+    engine_only = B.write_blob(F.IO, engine=PLAIN_ENGINE, exec_device_type=1)
+    with pytest.raises(RuntimeError, match=r"no CUDA device.*engine-only"):
+        executors.create_executor(_C.parse_blob(engine_only))
+
+
+def test_a_weight_stripped_engine_is_never_run_by_this_build(monkeypatch):
+    """REFIT_MAP is reserved (issue 17): until refitting exists, the engine of such a blob is not used."""
+    from et_tensorrt import blob as B
+    from et_tensorrt.runtime import executors
+
+    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(F.IO)), (B.SECTION_ENGINE, PLAIN_ENGINE),
+                (B.SECTION_GRAPH, F.GRAPH), (B.SECTION_WEIGHTS, B.encode_weights(F.WEIGHTS)),
+                (B.SECTION_REFIT_MAP, b"")]
+    blob = B.read_blob(B.write_sections(sections, 1, 0))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    engine, reason = executors._deserialize(blob, torch.device("cuda", 0))
+    assert engine is None and "weight-stripped" in reason

@@ -58,3 +58,34 @@ def test_inspect_never_deserializes_a_program_or_an_engine(lowered, monkeypatch)
     text = inspection.format_program(info)
     assert "blob format version 2" in text and "embedded program: graph" in text
     assert len(inspection.delegate_blobs(lowered[0])) == 1
+
+
+def _without_delegate_field(pte: bytes, edit) -> bytes:
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte_file = deserialize_pte_binary(pte)
+    edit(pte_file.program.execution_plan[0].delegates[0])
+    return bytes(serialize_pte_binary(pte_file, extract_delegate_segments=True))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: setattr(d.compile_specs[1], "key", None), "compile spec 1 has no key"),
+        (lambda d: setattr(d.compile_specs[0], "value", None), "compile spec 0 has no value"),
+        (lambda d: setattr(d, "compile_specs", None), "has no compile-spec list"),
+        (lambda d: setattr(d, "id", None), "has no backend id"),
+    ],
+    ids=["spec_key", "spec_value", "spec_list", "backend_id"],
+)
+def test_a_delegate_missing_a_field_is_refused_not_crashed(lowered, tmp_path, edit, message):
+    """Fuzz finding F8: ExecuTorch's verifier accepts a delegate whose optional fields are absent (one flipped
+    vtable byte does it) and Method::init then dereferences them: a segfault. Runner checks them after
+    verification and refuses the file."""
+    bad = _without_delegate_field(lowered[0], edit)
+    with pytest.raises(RunnerError, match=message):
+        et_tensorrt.Runner(bad)
+    path = tmp_path / "bad.pte"
+    path.write_bytes(bad)
+    with pytest.raises(RunnerError, match=message):
+        et_tensorrt.Runner(path)
