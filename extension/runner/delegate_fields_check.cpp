@@ -100,7 +100,8 @@ std::string missing_delegate_fields(const uint8_t* data, size_t size) {
     const auto plan = fb.follow(*plans + 4 + 4 * static_cast<size_t>(p));
     if (!plan) return "execution plan " + std::to_string(p) + " is damaged";
     const auto name = fb.deref_field(*plan, kPlanName);
-    const std::string where = "method '" + (name ? fb.string_at(*name) : std::to_string(p)) + "'";
+    if (!name) return "execution plan " + std::to_string(p) + " has no name";  // Method::init logs it unchecked
+    const std::string where = "method '" + fb.string_at(*name) + "'";
     const auto delegates = fb.deref_field(*plan, kPlanDelegates);
     if (!delegates) continue;
     const auto n_delegates = fb.length(*delegates);

@@ -1,7 +1,7 @@
 // A check ExecuTorch 1.5 leaves out: its flatbuffer verifier accepts a program whose optional fields are
 // absent, but Method::init dereferences some of them unchecked (BackendDelegate::Init: a delegate's
-// processed reference and compile-spec list, each compile spec's key and value). Such a program — one
-// flipped vtable byte makes one — passes InternalConsistency verification and then crashes at
+// processed reference and compile-spec list, each compile spec's key and value; the plan's name). Such a
+// program (one flipped vtable byte makes one) passes InternalConsistency verification and then crashes at
 // load_method. The runner refuses it after verification, before any method is loaded.
 #pragma once
 

@@ -89,3 +89,13 @@ def test_a_delegate_missing_a_field_is_refused_not_crashed(lowered, tmp_path, ed
     path.write_bytes(bad)
     with pytest.raises(RunnerError, match=message):
         et_tensorrt.Runner(path)
+
+
+def test_a_method_without_a_name_is_refused_not_crashed(lowered):
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte_file = deserialize_pte_binary(lowered[0])
+    pte_file.program.execution_plan[0].name = None
+    bad = bytes(serialize_pte_binary(pte_file, extract_delegate_segments=True))
+    with pytest.raises(RunnerError, match="has no name"):
+        et_tensorrt.Runner(bad)
