@@ -5,6 +5,7 @@
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
+#include "plan_recorder.h"
 #include "pointer_residence.h"
 
 namespace py = pybind11;
@@ -13,8 +14,6 @@ using executorch::runtime::EValue;
 namespace et_tensorrt {
 namespace {
 
-std::mutex g_last_mutex;
-std::shared_ptr<const PlacementPlan> g_last_plan;
 thread_local std::string t_last_error;
 
 // The descriptor's label, cross-checked against the CUDA driver where CUDA is usable: a host pointer
@@ -96,11 +95,7 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   }
   auto plan = std::make_shared<PlacementPlan>(
       plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
-  {
-    std::lock_guard<std::mutex> last(g_last_mutex);
-    g_last_plan = plan;
-  }
-  last_plan_ = plan;
+  record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());
   }
@@ -137,16 +132,6 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     }
     torch_view(out).copy_(result);  // d2h / d2d / layout: torch picks the copy kind from the two devices
   }
-}
-
-std::shared_ptr<const PlacementPlan> DelegateHandle::last_plan() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_plan_;
-}
-
-std::shared_ptr<const PlacementPlan> last_placement_plan() {
-  std::lock_guard<std::mutex> last(g_last_mutex);
-  return g_last_plan;
 }
 
 std::string last_delegate_error() { return t_last_error; }

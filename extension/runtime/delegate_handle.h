@@ -32,7 +32,6 @@ class DelegateHandle {
   // (via PlacementRejected) on a rejected argument, or whatever the executor raised.
   void execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
 
-  std::shared_ptr<const PlacementPlan> last_plan() const;
   const DelegateBlob& blob() const { return blob_; }
 
  private:
@@ -46,7 +45,6 @@ class DelegateHandle {
   bool writes_in_place_ = false;
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state
-  std::shared_ptr<const PlacementPlan> last_plan_;
 };
 
 // A plan rejected an argument; what() lists every rejection.
@@ -54,9 +52,7 @@ struct PlacementRejected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The last plan any delegate in this process computed (for Runner.last_plan and the CLI), and the
-// last error message a delegate reported (ExecuTorch only passes error codes upwards).
-std::shared_ptr<const PlacementPlan> last_placement_plan();
+// The last error message a delegate reported on this thread (ExecuTorch only passes error codes upwards).
 std::string last_delegate_error();
 void set_last_delegate_error(std::string message);
 

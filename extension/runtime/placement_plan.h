@@ -23,6 +23,9 @@ enum class Placement : uint8_t {
   CopyLayout,          // same device, but a layout (dim order) the engine cannot read in place
   CopyResult,          // the executor allocates its own results (PyTorch executor); copied into place
   Reject,
+  // At the method boundary, made by ExecuTorch or the runner, not by a delegate (see runner/method_plan.h):
+  CopyIntoPlanned,  // ExecuTorch copied a method input into the memory it planned for it
+  CopyOut,          // a method output in memory ExecuTorch reuses, copied out for the caller
 };
 
 const char* placement_name(Placement p);

@@ -136,4 +136,4 @@ def test_run_mismatched_input_shape(demo, tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     (line,) = error_lines(proc)
-    assert "input 0: shape (3, 16) does not match the program's (4, 16)" in line
+    assert "input 0 of method 'forward' has shape (3, 16) but the program takes (4, 16)" in line
