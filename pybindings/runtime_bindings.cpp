@@ -74,6 +74,9 @@ void bind_runtime(py::module_& m) {
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
       .def_readonly("outputs", &PlacementPlan::outputs)
+      .def_readonly("executor_ns", &PlacementPlan::executor_ns, "Time inside the executor (ns).")
+      .def_readonly("delegate_ns", &PlacementPlan::delegate_ns,
+                    "The delegate's own time around the executor: plan, bind, write back, lock, GIL (ns).")
       .def_property_readonly("bytes_copied", &PlacementPlan::bytes_copied)
       .def_property_readonly("ok", &PlacementPlan::ok)
       .def("__repr__", &PlacementPlan::repr);

@@ -2,6 +2,10 @@
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
+#include <c10/util/SmallVector.h>
+
+#include <chrono>
+
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
@@ -47,16 +51,20 @@ DelegateHandle::DelegateHandle(const void* blob, size_t size)
   execution_device_ = torch_to_executorch_device(executor_.attr("device").cast<c10::Device>());
   executor_kind_ = executor_.attr("kind").cast<std::string>();
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
+  execution_device_torch_ = executorch_to_torch_device(execution_device_);
+  run_ = executor_.attr("run");
 }
 
 DelegateHandle::~DelegateHandle() {
   if (Py_IsInitialized()) {
     py::gil_scoped_acquire gil;
+    run_ = py::object();
     executor_ = py::object();
     input_staging_.clear();
     output_staging_.clear();
   } else {
-    executor_.release();  // the interpreter is gone: nothing left to decref into
+    run_.release();  // the interpreter is gone: nothing left to decref into
+    executor_.release();
   }
 }
 
@@ -72,6 +80,7 @@ at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, cons
 }
 
 void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
+  const auto start = std::chrono::steady_clock::now();
   // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL.
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (Py_IsInitialized() && PyGILState_Check()) {
@@ -80,6 +89,23 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   } else {
     lock.lock();
   }
+  const std::shared_ptr<PlacementPlan> plan = plan_call(args);
+  std::chrono::nanoseconds executor_time{0};
+  {
+    py::gil_scoped_acquire gil;
+    const auto [inputs, outputs] = bind(*plan, args);
+    const auto run_start = std::chrono::steady_clock::now();
+    py::object results = run_(inputs, outputs);
+    executor_time = std::chrono::steady_clock::now() - run_start;
+    write_back(*plan, results, args);
+  }
+  // The plan was handed to the caller's recorder before the run; timings complete it (same object).
+  plan->executor_ns = static_cast<uint64_t>(executor_time.count());
+  plan->delegate_ns =
+      static_cast<uint64_t>((std::chrono::steady_clock::now() - start - executor_time).count());
+}
+
+std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Span<EValue*> args) {
   const size_t n_in = blob_.inputs.size();
   const size_t n_out = blob_.outputs.size();
   if (args.size() != n_in + n_out) {
@@ -87,6 +113,8 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
                               std::to_string(n_in) + " inputs and " + std::to_string(n_out) + " outputs");
   }
   std::vector<ArgumentInfo> in_args, out_args;
+  in_args.reserve(n_in);
+  out_args.reserve(n_out);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i]->isTensor()) {
       throw PlacementCountError("delegate argument " + std::to_string(i) + " is not a tensor");
@@ -99,34 +127,46 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());
   }
+  return plan;
+}
 
-  const c10::Device exec = executorch_to_torch_device(execution_device_);
-  py::gil_scoped_acquire gil;
-  py::list inputs(n_in), outputs(n_out);
+std::pair<py::tuple, py::tuple> DelegateHandle::bind(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  const size_t n_in = plan.inputs.size();
+  const size_t n_out = plan.outputs.size();
+  py::tuple inputs(n_in), outputs(n_out);
   for (size_t i = 0; i < n_in; ++i) {
     at::Tensor caller = torch_view(args[i]->toTensor());
-    if (plan->inputs[i].action == Placement::Share) {
-      inputs[i] = py::cast(caller);
+    if (plan.inputs[i].action == Placement::Share) {
+      inputs[i] = py::cast(std::move(caller));
     } else {  // every copy kind: into a reused, contiguous staging buffer on the execution device
-      inputs[i] = py::cast(staging(input_staging_, i, caller, exec).copy_(caller));
+      inputs[i] = py::cast(staging(input_staging_, i, caller, execution_device_torch_).copy_(caller));
     }
   }
   for (size_t i = 0; i < n_out; ++i) {
-    outputs[i] = plan->outputs[i].action == Placement::Share ? py::cast(torch_view(args[n_in + i]->toTensor()))
-                                                             : py::none();
+    // Shared outputs: the executor writes straight into the caller's memory; others it allocates.
+    outputs[i] = plan.outputs[i].action == Placement::Share ? py::cast(torch_view(args[n_in + i]->toTensor()))
+                                                            : py::none();
   }
-  py::list results = executor_.attr("run")(inputs, outputs);
-  if (results.size() != n_out) {
-    throw std::runtime_error("executor returned " + std::to_string(results.size()) + " results for " +
+  return {std::move(inputs), std::move(outputs)};
+}
+
+void DelegateHandle::write_back(const PlacementPlan& plan, const py::object& results,
+                                executorch::runtime::Span<EValue*> args) {
+  const size_t n_in = plan.inputs.size();
+  const size_t n_out = plan.outputs.size();
+  const py::sequence seq = results.cast<py::sequence>();
+  if (seq.size() != n_out) {
+    throw std::runtime_error("executor returned " + std::to_string(seq.size()) + " results for " +
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
-    if (plan->outputs[i].action == Placement::Share) {
+    if (plan.outputs[i].action == Placement::Share) {
       continue;  // the executor wrote into the caller's memory
     }
-    at::Tensor result = results[i].cast<at::Tensor>();
+    const at::Tensor result = seq[i].cast<at::Tensor>();
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
-    std::vector<executorch::aten::SizesType> sizes(result.sizes().begin(), result.sizes().end());
+    c10::SmallVector<executorch::aten::SizesType, 8> sizes(result.sizes().begin(), result.sizes().end());
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {
       throw std::runtime_error("output " + std::to_string(i) + " cannot be resized to the executor's result shape");
     }

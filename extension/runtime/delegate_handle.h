@@ -28,18 +28,28 @@ class DelegateHandle {
   DelegateHandle(const void* blob, size_t size);
   ~DelegateHandle();  // releases the Python executor under the GIL
 
-  // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute. Throws PlacementError
-  // (via PlacementRejected) on a rejected argument, or whatever the executor raised.
+  // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
+  // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.
   void execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
 
   const DelegateBlob& blob() const { return blob_; }
 
  private:
+  // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
+  std::shared_ptr<PlacementPlan> plan_call(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // Under the GIL: the executor's inputs (shared caller memory or staging copies) and output targets.
+  std::pair<pybind11::tuple, pybind11::tuple> bind(const PlacementPlan& plan,
+                                                   executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // Under the GIL: copies every result the executor did not write in place into ExecuTorch's output.
+  void write_back(const PlacementPlan& plan, const pybind11::object& results,
+                  executorch::runtime::Span<executorch::runtime::EValue*> args);
   at::Tensor staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like, c10::Device device);
 
   std::vector<uint8_t> bytes_;  // owns the memory blob_ points into
   DelegateBlob blob_;
   pybind11::object executor_;
+  pybind11::object run_;  // executor_.run, looked up once
+  c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
   std::string executor_kind_;
   bool writes_in_place_ = false;

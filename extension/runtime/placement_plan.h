@@ -60,6 +60,10 @@ struct PlacementPlan {
   std::string executor;  // "tensorrt" or "pytorch"
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
+  // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,
+  // bind, write back, locks and GIL); 0 for a call that was rejected.
+  uint64_t executor_ns = 0;
+  uint64_t delegate_ns = 0;
 
   size_t bytes_copied() const;
   bool ok() const;                      // nothing rejected
