@@ -70,6 +70,7 @@ void bind_runtime(py::module_& m) {
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",
                                                             "Per call: share, copy or reject each input and output.")
       .def_readonly("executor", &PlacementPlan::executor)
+      .def_readonly("executor_detail", &PlacementPlan::executor_detail)
       .def_property_readonly("execution_device",
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)

@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 import torch
 
 from ..blob import DEVICE_CUDA, Blob, read_blob
+from . import graph_program
 
 log = logging.getLogger("et_tensorrt")
 
@@ -32,7 +33,12 @@ _LOAD_LOCK = threading.Lock()
 
 
 class PyTorchExecutor:
-    """Runs the partition's embedded ExportedProgram with PyTorch: its graph's generated code, called directly."""
+    """Runs the partition's embedded ExportedProgram with PyTorch.
+
+    Where the graph allows (aten operators, getitem, size arithmetic: every partition the partitioner makes
+    today), ``native`` is a C++ GraphInterpreter that the delegate calls without Python or the GIL;
+    otherwise ``run`` calls the lifted graph's generated code with the weights bound once.
+    """
 
     kind = "pytorch"
     writes_in_place = False
@@ -42,46 +48,24 @@ class PyTorchExecutor:
         self.reason = reason
         with _LOAD_LOCK:
             program = torch.export.load(io.BytesIO(blob.program))
-        self._forward, self._lifted, self._user_outputs = graph_callable(program, device)
+        lifted = graph_program.lifted_tensors(program, device)
+        try:
+            self.native = graph_program.encode(program, lifted)
+            self.path = "C++ graph interpreter"
+        except graph_program.NotEncodable as e:
+            self.native = None
+            self.path = f"Python graph code ({e})"
+        # The Python path (also used when the delegate is driven without the native interpreter). No grad
+        # mode to enter: no lifted tensor requires grad, and the delegate's inputs never do.
+        self._forward = program.graph_module.forward
+        self._lifted = tuple(t for t in lifted if t is not None)
+        self._user_outputs = graph_program.user_output_positions(program)
+        if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
+            raise RuntimeError("the partition's program takes user inputs before its weights")
 
     def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
-        # No grad mode to enter: no lifted tensor requires grad, and the delegate's inputs never do.
         result = self._forward(*self._lifted, *inputs)
         return [result[i] for i in self._user_outputs]
-
-
-def graph_callable(program: torch.export.ExportedProgram, device: torch.device):
-    """``(forward, lifted, user_outputs)``: the lifted graph's generated code, the parameters, buffers and
-    constants it takes before the user inputs (in its signature's order, detached, on ``device``), and the
-    positions of the user outputs among its results.
-
-    Why not ``program.module()``: the unlifted module flattens and checks inputs and outputs with pytrees on
-    every call (~2x the time of the graph itself on a one-op partition). The placement plan has already
-    checked every input against the blob's dim ranges, which torch's own input check could not do for a
-    computed size such as (s + 7) // 8 anyway.
-    """
-    from torch.export.graph_signature import InputKind, OutputKind
-
-    lifted = []
-    for spec in program.graph_signature.input_specs:
-        if spec.kind == InputKind.USER_INPUT:
-            continue
-        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-            value = program.state_dict[spec.target] if spec.target in program.state_dict else program.constants[spec.target]
-        elif spec.kind == InputKind.CONSTANT_TENSOR:
-            value = program.constants[spec.target]
-        else:
-            raise RuntimeError(f"the partition's program takes a {spec.kind.name} input ({spec.arg.name}), "
-                               "which the PyTorch executor cannot provide")
-        lifted.append(value.detach().to(device))
-    user_outputs = []
-    for i, spec in enumerate(program.graph_signature.output_specs):
-        if spec.kind == OutputKind.USER_OUTPUT:
-            user_outputs.append(i)
-        else:  # e.g. a buffer mutation: the delegate returns values, it keeps no state between calls
-            raise RuntimeError(f"the partition's program has a {spec.kind.name} output ({spec.arg.name}), "
-                               "which a delegate cannot carry out")
-    return program.graph_module.forward, tuple(lifted), user_outputs
 
 
 class TensorRTExecutor:
@@ -89,6 +73,7 @@ class TensorRTExecutor:
 
     kind = "tensorrt"
     writes_in_place = True
+    path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
 
     def __init__(self, blob: Blob, device: torch.device, engine):
         self.device = device

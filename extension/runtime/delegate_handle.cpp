@@ -53,6 +53,11 @@ DelegateHandle::DelegateHandle(const void* blob, size_t size)
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
+  if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
+  // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
+  if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {
+    native_ = executor_.attr("native").cast<std::shared_ptr<GraphInterpreter>>();
+  }
 }
 
 DelegateHandle::~DelegateHandle() {
@@ -90,19 +95,16 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
-  std::chrono::nanoseconds executor_time{0};
-  {
-    py::gil_scoped_acquire gil;
-    const auto [inputs, outputs] = bind(*plan, args);
-    const auto run_start = std::chrono::steady_clock::now();
-    py::object results = run_(inputs, outputs);
-    executor_time = std::chrono::steady_clock::now() - run_start;
-    write_back(*plan, results, args);
-  }
+  const std::vector<at::Tensor> inputs = bind_inputs(*plan, args);
+  const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
+  const auto run_start = std::chrono::steady_clock::now();
+  const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
+  const auto executor_time = std::chrono::steady_clock::now() - run_start;
+  write_back(*plan, results, args);
   // The plan was handed to the caller's recorder before the run; timings complete it (same object).
-  plan->executor_ns = static_cast<uint64_t>(executor_time.count());
+  plan->executor_ns = static_cast<uint64_t>(std::chrono::nanoseconds(executor_time).count());
   plan->delegate_ns =
-      static_cast<uint64_t>((std::chrono::steady_clock::now() - start - executor_time).count());
+      static_cast<uint64_t>(std::chrono::nanoseconds(std::chrono::steady_clock::now() - start - executor_time).count());
 }
 
 std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Span<EValue*> args) {
@@ -123,6 +125,7 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   }
   auto plan = std::make_shared<PlacementPlan>(
       plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
+  plan->executor_detail = executor_detail_;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());
@@ -130,41 +133,58 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   return plan;
 }
 
-std::pair<py::tuple, py::tuple> DelegateHandle::bind(const PlacementPlan& plan,
-                                                     executorch::runtime::Span<EValue*> args) {
-  const size_t n_in = plan.inputs.size();
-  const size_t n_out = plan.outputs.size();
-  py::tuple inputs(n_in), outputs(n_out);
-  for (size_t i = 0; i < n_in; ++i) {
+std::vector<at::Tensor> DelegateHandle::bind_inputs(const PlacementPlan& plan,
+                                                    executorch::runtime::Span<EValue*> args) {
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(plan.inputs.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
     at::Tensor caller = torch_view(args[i]->toTensor());
     if (plan.inputs[i].action == Placement::Share) {
-      inputs[i] = py::cast(std::move(caller));
+      inputs.push_back(std::move(caller));
     } else {  // every copy kind: into a reused, contiguous staging buffer on the execution device
-      inputs[i] = py::cast(staging(input_staging_, i, caller, execution_device_torch_).copy_(caller));
+      inputs.push_back(staging(input_staging_, i, caller, execution_device_torch_).copy_(caller));
     }
   }
-  for (size_t i = 0; i < n_out; ++i) {
-    // Shared outputs: the executor writes straight into the caller's memory; others it allocates.
-    outputs[i] = plan.outputs[i].action == Placement::Share ? py::cast(torch_view(args[n_in + i]->toTensor()))
-                                                            : py::none();
-  }
-  return {std::move(inputs), std::move(outputs)};
+  return inputs;
 }
 
-void DelegateHandle::write_back(const PlacementPlan& plan, const py::object& results,
+std::vector<at::Tensor> DelegateHandle::bind_outputs(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  // Shared outputs: the executor writes straight into the caller's memory; the others (undefined) it allocates.
+  const size_t n_in = plan.inputs.size();
+  std::vector<at::Tensor> targets(plan.outputs.size());
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    if (plan.outputs[i].action == Placement::Share) targets[i] = torch_view(args[n_in + i]->toTensor());
+  }
+  return targets;
+}
+
+std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<at::Tensor>& inputs,
+                                                   const std::vector<at::Tensor>& targets) {
+  py::gil_scoped_acquire gil;
+  py::tuple py_inputs(inputs.size()), py_targets(targets.size());
+  for (size_t i = 0; i < inputs.size(); ++i) py_inputs[i] = py::cast(inputs[i]);
+  for (size_t i = 0; i < targets.size(); ++i) py_targets[i] = targets[i].defined() ? py::cast(targets[i]) : py::none();
+  const py::sequence results = run_(py_inputs, py_targets).cast<py::sequence>();
+  std::vector<at::Tensor> out;
+  out.reserve(results.size());
+  for (const py::handle r : results) out.push_back(r.cast<at::Tensor>());
+  return out;
+}
+
+void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
                                 executorch::runtime::Span<EValue*> args) {
   const size_t n_in = plan.inputs.size();
   const size_t n_out = plan.outputs.size();
-  const py::sequence seq = results.cast<py::sequence>();
-  if (seq.size() != n_out) {
-    throw std::runtime_error("executor returned " + std::to_string(seq.size()) + " results for " +
+  if (results.size() != n_out) {
+    throw std::runtime_error("executor returned " + std::to_string(results.size()) + " results for " +
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
     if (plan.outputs[i].action == Placement::Share) {
       continue;  // the executor wrote into the caller's memory
     }
-    const at::Tensor result = seq[i].cast<at::Tensor>();
+    const at::Tensor& result = results[i];
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
     c10::SmallVector<executorch::aten::SizesType, 8> sizes(result.sizes().begin(), result.sizes().end());
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {

@@ -1,8 +1,9 @@
 // Per-call binding for one delegate (one partition): reads the ExecuTorch descriptors of its
 // arguments, computes the placement plan, moves data where the plan says, and runs the executor.
 //
-// The executor itself is a Python object (et_tensorrt.runtime.executors): TensorRT through its Python
-// API where it can run, otherwise the partition's exported program with PyTorch. This class owns the
+// The executor is chosen and built in Python (et_tensorrt.runtime.executors): TensorRT through its Python
+// API where it can run (each call then takes the GIL), otherwise the partition's exported program with
+// PyTorch — through a C++ GraphInterpreter (no Python, no GIL per call) where the graph allows. This class owns the
 // blob bytes, the executor and the staging buffers (reused across calls while shapes stay the same).
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <executorch/runtime/core/span.h>
 
 #include "blob_reader.h"
+#include "graph_interpreter.h"
 #include "placement_plan.h"
 
 namespace et_tensorrt {
@@ -37,11 +39,16 @@ class DelegateHandle {
  private:
   // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
   std::shared_ptr<PlacementPlan> plan_call(executorch::runtime::Span<executorch::runtime::EValue*> args);
-  // Under the GIL: the executor's inputs (shared caller memory or staging copies) and output targets.
-  std::pair<pybind11::tuple, pybind11::tuple> bind(const PlacementPlan& plan,
-                                                   executorch::runtime::Span<executorch::runtime::EValue*> args);
-  // Under the GIL: copies every result the executor did not write in place into ExecuTorch's output.
-  void write_back(const PlacementPlan& plan, const pybind11::object& results,
+  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device.
+  std::vector<at::Tensor> bind_inputs(const PlacementPlan& plan,
+                                      executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // Where the executor may write each output in place (the caller's memory), undefined where it allocates.
+  std::vector<at::Tensor> bind_outputs(const PlacementPlan& plan,
+                                       executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // The Python executor's run, under the GIL (TensorRT's Python API, or a graph the interpreter cannot run).
+  std::vector<at::Tensor> run_python(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& targets);
+  // Copies every result the executor did not write in place into ExecuTorch's output.
+  void write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
                   executorch::runtime::Span<executorch::runtime::EValue*> args);
   at::Tensor staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like, c10::Device device);
 
@@ -49,9 +56,11 @@ class DelegateHandle {
   DelegateBlob blob_;
   pybind11::object executor_;
   pybind11::object run_;  // executor_.run, looked up once
+  std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
   c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
   std::string executor_kind_;
+  std::string executor_detail_;
   bool writes_in_place_ = false;
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state

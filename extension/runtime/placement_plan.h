@@ -57,7 +57,8 @@ struct TensorPlacement {
 
 struct PlacementPlan {
   EtDevice execution_device{EtDeviceType::CPU, 0};
-  std::string executor;  // "tensorrt" or "pytorch"
+  std::string executor;         // "tensorrt" or "pytorch"
+  std::string executor_detail;  // how it runs: "C++ graph interpreter", "Python graph code (why)", ...
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
   // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,
