@@ -143,8 +143,9 @@ def write_calls(out_dir: Path, files: dict[str, Path], calls: list[list[Piece]],
     }
     manifest["bundle_id"] = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
     manifest["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    for stale in out_dir.glob("call*"):
-        shutil.rmtree(stale)
+    for stale in out_dir.glob("call[0-9]*"):  # an earlier bundle's calls must not travel with this one
+        if stale.is_dir():
+            shutil.rmtree(stale)
     for i, pieces in enumerate(calls):
         call_dir = out_dir / f"call{i + 1}"
         call_dir.mkdir(parents=True)

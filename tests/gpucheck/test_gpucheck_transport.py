@@ -65,7 +65,10 @@ def test_a_working_tree_too_large_for_a_call_is_refused():
 
 
 def test_written_calls_reassemble_on_the_machine(tmp_path, payload):
+    (tmp_path / "bundle" / "call9").mkdir(parents=True)  # an earlier, longer bundle's last call
+    (tmp_path / "bundle" / "calls.txt").write_text("an earlier bundle's call list\n")
     manifest, bundle = _bundle(tmp_path, payload)
+    assert not (bundle / "call9").exists()
     for i in range(len(manifest["calls"])):
         carried = transport.folder_bytes(bundle / f"call{i + 1}")
         assert TREE + carried <= LIMIT
