@@ -7,6 +7,7 @@
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/placement_plan.h"
 #include "../extension/runtime/plan_recorder.h"
+#include "../extension/runtime/pointer_residence.h"
 
 #include <thread>
 #include "../extension/runtime/backend_interface.h"
@@ -183,6 +184,30 @@ void bind_runtime(py::module_& m) {
         }
         return out;
       });
+
+  m.def(
+      "_pointer_residence",
+      [](uintptr_t address) -> std::string {
+        const PointerResidence r = pointer_residence(reinterpret_cast<const void*>(address));
+        switch (r.kind) {
+          case PointerResidence::Host: return "host";
+          case PointerResidence::Device: return "cuda:" + std::to_string(r.device_index);
+          default: return "unknown";
+        }
+      },
+      py::arg("address"),
+      "Where the CUDA driver says an address lives: 'host', 'cuda:N', or 'unknown' (no driver loaded here).");
+
+  m.def(
+      "_check_argument",
+      [](const TensorDescriptor& d, size_t arg, size_t n_inputs) {
+        // The delegate's own per-argument check (the driver cross-check of the device label); for the GPU check.
+        const ArgumentInfo v = checked_argument_info(*d.tensor, arg, n_inputs);
+        return py::make_tuple(executorch_to_torch_device(v.device), v.label_note);
+      },
+      py::arg("descriptor"), py::arg("arg") = 0, py::arg("n_inputs") = 1,
+      "(device the delegate would use, note) for one argument; raises PlacementError for a host pointer "
+      "labelled cuda.");
   m.def("last_delegate_error", &last_delegate_error, "This thread's last delegate error message.");
   m.def("register_backend", &register_tensorrt_backend,
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");

@@ -27,6 +27,9 @@ from . import graph_program
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
+# "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
+# that observe each executor call from Python, such as the GPU check's spy).
+INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
 
 # torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
 _LOAD_LOCK = threading.Lock()
@@ -49,12 +52,13 @@ class PyTorchExecutor:
         with _LOAD_LOCK:
             program = torch.export.load(io.BytesIO(blob.program))
         lifted = graph_program.lifted_tensors(program, device)
-        try:
-            self.native = graph_program.encode(program, lifted)
-            self.path = "C++ graph interpreter"
-        except graph_program.NotEncodable as e:
-            self.native = None
-            self.path = f"Python graph code ({e})"
+        self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
+        if os.environ.get(INTERPRETER_ENV, "1") != "0":
+            try:
+                self.native = graph_program.encode(program, lifted)
+                self.path = "C++ graph interpreter"
+            except graph_program.NotEncodable as e:
+                self.path = f"Python graph code ({e})"
         # The Python path (also used when the delegate is driven without the native interpreter). No grad
         # mode to enter: no lifted tensor requires grad, and the delegate's inputs never do.
         self._forward = program.graph_module.forward

@@ -7,6 +7,7 @@ written in place (``Method::set_output_data_ptr``), others are copied into them.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from typing import Optional, Sequence
@@ -16,21 +17,51 @@ import torch
 from .. import _C
 from ..errors import RunnerError
 
+# ExecuTorch's CPU kernels (for the ops our delegate does not take). Its static initializers register them into
+# libexecutorch.so; ExecuTorch's own Python binding links the same library (same soname), so whichever loads it
+# first, the kernels are registered once.
+KERNELS_LIBRARY = "libexecutorch_kernels_optimized.so"
 _kernels_loaded = False
 _kernels_lock = threading.Lock()
 
 
-def load_kernels() -> None:
-    """Register ExecuTorch's CPU kernels (for the ops our delegate does not take) into libexecutorch.so.
+def _executorch_lib_dirs() -> list[str]:
+    """``lib/`` folders to look in: first the one of the libexecutorch.so our extension loaded, then the wheel's."""
+    dirs = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if path.endswith("/libexecutorch.so"):
+                    dirs.append(os.path.dirname(path))
+                    break
+    except OSError:
+        pass
+    import executorch  # a namespace package: one portion per installed copy
 
-    They are registered by the kernel libraries ExecuTorch's own Python binding loads.
+    dirs.extend(os.path.join(p, "lib") for p in executorch.__path__)
+    return dirs
+
+
+def load_kernels() -> None:
+    """Register ExecuTorch's CPU kernels into libexecutorch.so by loading the kernel library itself.
+
+    Not through ``executorch.extension.pybindings``: that module imports ``executorch.exir`` (the
+    ahead-of-time stack and its dependencies), which a runtime-only install does not need.
     """
     global _kernels_loaded
     with _kernels_lock:
-        if not _kernels_loaded:
-            import executorch.extension.pybindings.portable_lib  # noqa: F401
-
-            _kernels_loaded = True
+        if _kernels_loaded:
+            return
+        dirs = _executorch_lib_dirs()
+        for d in dirs:
+            path = os.path.join(d, KERNELS_LIBRARY)
+            if os.path.isfile(path):
+                ctypes.CDLL(path)
+                _kernels_loaded = True
+                return
+        raise RunnerError(f"ExecuTorch's kernel library {KERNELS_LIBRARY} is not in {dirs}; install "
+                          "executorch>=1.5.1,<1.6 (its wheel ships it in executorch/lib)")
 
 
 def record_plans() -> _C.PlanRecording:

@@ -20,9 +20,8 @@ namespace {
 
 thread_local std::string t_last_error;
 
-// The descriptor's label, cross-checked against the CUDA driver where CUDA is usable: a host pointer
-// labelled cuda is an error (reading it on the device would fault); a device pointer labelled cpu is
-// taken at the driver's word, with a note in the plan.
+} // namespace
+
 ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
   ArgumentInfo v = argument_info(t);
   const PointerResidence where = pointer_residence(v.data);
@@ -39,8 +38,6 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
   }
   return v;
 }
-
-} // namespace
 
 DelegateHandle::DelegateHandle(const void* blob, size_t size)
     : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),

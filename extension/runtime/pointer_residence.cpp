@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
 namespace et_tensorrt {
 namespace {
 
@@ -12,12 +14,19 @@ constexpr int kAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 constexpr int kInvalidValue = 1;          // CUDA_ERROR_INVALID_VALUE
 constexpr unsigned kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
 
+// Looked up again until found: a process may run a host-only program before torch initializes CUDA (and
+// loads the driver); caching that first "absent" would switch the check off for the process's lifetime.
 CuPointerGetAttribute driver_entry() {
-  static CuPointerGetAttribute entry = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute")) : nullptr;
-  }();
-  return entry;
+  static std::atomic<CuPointerGetAttribute> entry{nullptr};
+  CuPointerGetAttribute found = entry.load(std::memory_order_acquire);
+  if (found == nullptr) {
+    if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+      found = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+      dlclose(lib);  // NOLOAD took a reference to a library that stays loaded
+      entry.store(found, std::memory_order_release);
+    }
+  }
+  return found;
 }
 
 } // namespace
