@@ -12,6 +12,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ._text import table
+
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
 _IDENT_OFFSET = 4
 
@@ -196,13 +198,6 @@ def format_dims(dims) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _table(rows: list) -> list:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    out.insert(1, "  ".join("-" * w for w in widths))
-    return out
-
-
 def _kib(n: int) -> str:
     return f"{n:,} B" if n < 10 * 1024 else f"{n / 1024:,.1f} KiB"
 
@@ -258,5 +253,5 @@ def format_delegate(d: DelegateInfo) -> list:
     for e in b.io:
         rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device,
                      format_dims(e.dims)))
-    lines.extend("  " + r for r in _table(rows))
+    lines.extend(table(rows, indent="  "))
     return lines
