@@ -108,8 +108,8 @@ class Comparison:
                 (
                     str(o.index),
                     "-" if o.shape is None else str(o.shape),
-                    _number(o.max_abs_error),
-                    _number(o.max_rel_error),
+                    error_text(o.max_abs_error),
+                    error_text(o.max_rel_error),
                     o.verdict,
                 )
             )
@@ -163,7 +163,7 @@ def _largest(values) -> float | None:
     return max(known) if known else None
 
 
-def _number(value: float | None) -> str:
+def error_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.3e}"
 
 
