@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import statistics
 import sys
 import time
@@ -12,7 +13,7 @@ import torch
 
 from ..parity import TOLERANCES, Tolerances
 from .check import run_and_check
-from .common import EXIT_MISMATCH, EXIT_OK, CliError, backend_log, load_runtime, quiet_native_stderr
+from .common import EXIT_MISMATCH, EXIT_OK, CliError, NothingDelegated, backend_log, load_runtime, quiet_native_stderr
 from .display import print_plan, print_tensors
 from .inputs import (
     check_inputs,
@@ -49,10 +50,25 @@ def cmd_lower(args) -> int:
 def cmd_check(args) -> int:
     if not args.json:
         return _check(args)
-    with contextlib.redirect_stdout(sys.stderr if args.debug else io.StringIO()):
-        status, result = _check(args, keep_result=True)
-    if result is not None:
-        print(result.to_json(program=args.program, precision=args.precision, target_device=str(args.target_device)))
+    context = {"program": args.program, "precision": args.precision, "target_device": str(args.target_device)}
+    try:
+        with contextlib.redirect_stdout(sys.stderr if args.debug else io.StringIO()):
+            status, result = _check(args, keep_result=True)
+    except CliError as e:  # still one object on stdout; the error line goes to stderr as usual
+        known = 0 if isinstance(e, NothingDelegated) else None  # counts known only when nothing was delegated
+        failed = {
+            "engines": known,
+            "engines_executed": known,
+            "onnx_checked": known,
+            "max_abs_error": None,
+            "max_rel_error": None,
+            "passed": False,
+            "error": str(e),
+            "exit_status": e.status,
+        }
+        print(json.dumps({**context, **failed}, indent=2))
+        raise
+    print(result.to_json(**context))
     return status
 
 

@@ -141,6 +141,15 @@ def test_nothing_delegated_is_status_4(tmp, run_cli, command):
     assert not (tmp / "host.pte").exists()
 
 
+def test_check_json_on_nothing_delegated_is_still_one_object(tmp, run_cli):
+    result = run_cli("check", "host.pt2", "--json", cwd=tmp)
+    assert result.status == cli.EXIT_NOTHING_DELEGATED
+    assert "nothing was delegated" in result.error_line
+    data = json.loads(result.stdout)
+    assert data["passed"] is False and data["exit_status"] == 4 and data["engines"] == 0
+    assert data["error"].startswith("nothing was delegated")
+
+
 def test_allow_no_delegate_keeps_the_program(tmp, run_cli):
     result = run_cli("lower", "host.pt2", "-o", "host_allowed.pte", "--allow-no-delegate", cwd=tmp)
     assert result.status == 0 and result.stderr == ""
