@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import textwrap
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -232,8 +233,9 @@ def format_delegate(d: DelegateInfo) -> list:
         return lines + [f"  blob unreadable: {d.blob_error}"]
     b, meta = d.blob, d.blob.metadata
     exec_dev = ("cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}")
-    lines.append(f"  execution device {exec_dev}; compile specs: "
-                 + ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items())))
+    specs = ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items()))
+    lines.extend(textwrap.wrap(f"execution device {exec_dev}; compile specs: {specs}", 96, initial_indent="  ",
+                               subsequent_indent="    ", break_on_hyphens=False))
     if b.engine is not None:
         engine = f"{_kib(len(b.engine))}"
         if meta.get("build_seconds") is not None:
