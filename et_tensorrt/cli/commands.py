@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from ..parity import TOLERANCES, Tolerances
+from ..parity import Tolerances, for_precision
 from .check import run_and_check
 from .common import EXIT_MISMATCH, EXIT_OK, CliError, NothingDelegated, backend_log, load_runtime, quiet_native_stderr
 from .display import print_plan, print_tensors
@@ -74,7 +74,7 @@ def cmd_check(args) -> int:
 
 def _check(args, keep_result: bool = False):
     request = LoweringRequest.from_args(args)
-    defaults = TOLERANCES[request.build.precision]
+    defaults = for_precision(request.build.precision)
     tolerances = Tolerances(
         rtol=defaults.rtol if args.rtol is None else args.rtol, atol=defaults.atol if args.atol is None else args.atol
     )
@@ -232,6 +232,6 @@ def cmd_demo(args) -> int:
     load_runtime(args.debug)
     inputs = list(hb.example_inputs())
     expected = _eager(hb.make_model(), inputs)
-    result = run_and_check(lowered.data, inputs, expected, lowered.exports, TOLERANCES["fp32"], args.debug)
+    result = run_and_check(lowered.data, inputs, expected, lowered.exports, for_precision("fp32"), args.debug)
     print("\n".join(result.notes() + [result.summary().replace("check ", "demo ", 1)]))
     return EXIT_OK if result.passed else EXIT_MISMATCH

@@ -3,7 +3,6 @@ expects, random inputs of those shapes, and checking given inputs against them."
 
 from __future__ import annotations
 
-import os
 import re
 import zipfile
 from collections.abc import Sequence
@@ -33,14 +32,6 @@ class InputSpec(NamedTuple):
         return str(self.dtype).replace("torch.", "") + self.shape_text()
 
 
-def require_file(path: str, what: str) -> str:
-    if not os.path.exists(path):
-        raise CliError(f"{what} {path!r} does not exist")
-    if not os.path.isfile(path):
-        raise CliError(f"{what} {path!r} is not a file")
-    return path
-
-
 def _records_cuda(path: str) -> bool:
     """Whether a .pt2 archive records tensors on a cuda device (its JSON tensor metadata says so)."""
     try:
@@ -55,7 +46,7 @@ def _records_cuda(path: str) -> bool:
 
 
 def load_program(path: str):
-    require_file(path, "program")
+    """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
     try:
         return torch.export.load(path)
     except Exception as e:
@@ -70,7 +61,6 @@ def load_program(path: str):
 
 def load_inputs(path: str) -> list[torch.Tensor]:
     """``torch.save`` of a tensor, or of a tuple/list of tensors (the positional inputs)."""
-    require_file(path, "inputs file")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
