@@ -15,14 +15,18 @@ from .errors import (
     BlobFormatError,
     EngineBuildError,
     LayoutError,
+    OptionError,
     PartitionError,
     PlacementError,
     PlacementWarning,
     RunnerError,
+    UnmatchedOpWarning,
     UnsupportedDeviceError,
     UnsupportedDtypeError,
     ValidationError,
 )
+
+__version__ = "0.1.0"  # setup.py reads this line
 
 # One backend registry: libexecutorch.so's, which ExecuTorch's own Python runtime uses too.
 if not _C.register_backend():
@@ -36,6 +40,7 @@ _LAZY = {
     "PartitionReport": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
+    "BuildOptions": ".compile_specs",
     "lower": ".lowering",
     "save": ".lowering",
     "Runner": ".runtime.runner",
@@ -46,11 +51,13 @@ __all__ = [
     "Device",
     "EngineBuildError",
     "LayoutError",
+    "OptionError",
     "PartitionError",
     "PlacementError",
     "PlacementWarning",
     "RunnerError",
     "TensorDescriptor",
+    "UnmatchedOpWarning",
     "UnsupportedDeviceError",
     "UnsupportedDtypeError",
     "ValidationError",
