@@ -16,14 +16,18 @@ from .errors import (
     EngineBuildError,
     InputShapeError,
     LayoutError,
+    OptionError,
     PartitionError,
     PlacementError,
     PlacementWarning,
     RunnerError,
+    UnmatchedOpWarning,
     UnsupportedDeviceError,
     UnsupportedDtypeError,
     ValidationError,
 )
+
+__version__ = "0.1.0"  # setup.py reads this line
 
 # One backend registry: libexecutorch.so's, which ExecuTorch's own Python runtime uses too.
 if not _C.register_backend():
@@ -37,6 +41,7 @@ _LAZY = {
     "PartitionReport": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
+    "BuildOptions": ".compile_specs",
     "lower": ".lowering",
     "save": ".lowering",
     "Runner": ".runtime.runner",
@@ -49,11 +54,13 @@ __all__ = [
     "EngineBuildError",
     "InputShapeError",
     "LayoutError",
+    "OptionError",
     "PartitionError",
     "PlacementError",
     "PlacementWarning",
     "RunnerError",
     "TensorDescriptor",
+    "UnmatchedOpWarning",
     "UnsupportedDeviceError",
     "UnsupportedDtypeError",
     "ValidationError",

@@ -13,20 +13,23 @@ device when CUDA is usable and on the host when it is not, with one log line say
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, read_blob
+from ..blob import DEVICE_CUDA, Blob, program_digest, read_blob
 from . import graph_program
 
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
+FALLBACK_POLICIES = ("pytorch", "error")
 # "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
 # that observe each executor call from Python, such as the GPU check's spy).
 INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
@@ -136,13 +139,78 @@ def _deserialize(blob: Blob, device: torch.device):
     return engine, ""
 
 
+def fallback_policy() -> str:
+    """``ET_TENSORRT_FALLBACK``: ``pytorch`` (unset or empty) or ``error``; any other value is refused."""
+    raw = os.environ.get(FALLBACK_ENV, "")
+    value = raw.strip().lower() or "pytorch"
+    if value not in FALLBACK_POLICIES:
+        raise ValueError(f"{FALLBACK_ENV}={raw!r} is not one of {', '.join(FALLBACK_POLICIES)}")
+    return value
+
+
+@dataclass
+class DelegateCall:
+    """One delegate call seen by :func:`record_calls`, with host copies of what went in and came out."""
+
+    partition: str  # et_tensorrt.blob.program_digest of the partition's program
+    executor: str  # "tensorrt" or "pytorch"
+    reason: str  # why not TensorRT ("" when TensorRT ran)
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
+
+
+_recorders: list[list[DelegateCall]] = []  # the active record_calls() lists
+
+
+@contextlib.contextmanager
+def record_calls():
+    """Collects every call of a delegate initialized while active (``et-tensorrt check`` reads which executor
+    ran each partition, and on which inputs). Costs a host copy of every input and output."""
+    calls: list[DelegateCall] = []
+    _recorders.append(calls)
+    try:
+        yield calls
+    finally:
+        _recorders.remove(calls)
+
+
+class _Recorded:
+    """An executor whose calls are appended to the record_calls() lists active when it was made."""
+
+    native = None  # every call goes through run() below, so it can be recorded
+
+    def __init__(self, executor, partition: str, lists: list[list[DelegateCall]]):
+        self._executor, self._partition, self._lists = executor, partition, lists
+        self.path = f"{getattr(executor, 'path', executor.kind)}, recorded through Python"
+
+    def __getattr__(self, name):  # device, kind, writes_in_place, reason: the C++ handle reads them
+        return getattr(self._executor, name)
+
+    def run(self, inputs, outputs):
+        results = self._executor.run(inputs, outputs)
+        call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
+                            [t.detach().to("cpu", copy=True) for t in inputs],
+                            [t.detach().to("cpu", copy=True) for t in results])
+        for calls in self._lists:
+            calls.append(call)
+        return results
+
+
 def create_executor(blob_bytes) -> PyTorchExecutor | TensorRTExecutor:
+    policy = fallback_policy()  # a bad value is refused before anything is loaded
     blob = read_blob(blob_bytes)
+    executor = _create_executor(blob, policy)
+    if _recorders:
+        return _Recorded(executor, program_digest(blob.program), list(_recorders))
+    return executor
+
+
+def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecutor:
     device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
     engine, reason = _deserialize(blob, device)
     if engine is not None:
         return TensorRTExecutor(blob, device, engine)
-    if os.environ.get(FALLBACK_ENV, "pytorch").lower() == "error":
+    if policy == "error":
         raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
                            "the PyTorch fallback (unset it to allow)")
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -164,7 +164,7 @@ def lower_programs(work: Path) -> Path:
     import torch
 
     import et_tensorrt
-    from et_tensorrt.cli import TOLERANCES  # the tolerances `et-tensorrt check` uses, per precision
+    from et_tensorrt.parity import for_precision  # the tolerances `et-tensorrt check` uses, per precision
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch's pytree deprecations, once per node
     out = work / "programs"
@@ -187,13 +187,13 @@ def lower_programs(work: Path) -> Path:
             raise SystemExit(f"{spec.name}: nothing was delegated; the check needs an engine")
         refs["programs"][spec.name] = {"inputs": inputs, "expected": [e.detach() for e in expected]}
         refs["models"][spec.model] = model.state_dict()
-        atol, rtol = TOLERANCES[spec.precision]
+        tol, fp32 = for_precision(spec.precision), for_precision("fp32")
         table.append({
             "name": spec.name, "model": spec.model, "precision": spec.precision,
             "zero_copy_outputs": spec.zero_copy_outputs, "options": spec.options, "shows": spec.shows,
             "pte": f"{spec.name}.pte", "pte_bytes": len(pte), "delegates": spans,
             "delegated_nodes": len(report.delegated), "host_nodes": len(report.host_nodes),
-            "tolerance": {"atol": atol, "rtol": rtol}, "fp32_tolerance": dict(zip(("atol", "rtol"), TOLERANCES["fp32"])),
+            "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "fp32_tolerance": {"atol": fp32.atol, "rtol": fp32.rtol},
         })
         log(f"lowered {spec.name}: {len(pte) / transport.MiB:.2f} MiB, {len(spans)} delegate(s), "
             f"{time.perf_counter() - t0:.1f} s")
