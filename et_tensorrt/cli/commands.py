@@ -142,7 +142,7 @@ def cmd_run(args) -> int:
             start = time.perf_counter()
             outputs = runner.run(inputs)
             times.append(time.perf_counter() - start)
-    print_plan(runner.last_plan, None)
+    print_plan(runner.last_plan)
     print("outputs:")
     print_tensors("output", outputs)
     if args.repeat > 1:

@@ -76,7 +76,13 @@ class PyTorchExecutor:
 
 
 class TensorRTExecutor:
-    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream."""
+    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream.
+
+    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes are
+    set only when they change, outputs the delegate cannot share go to buffers reused while their shape stays
+    the same (the delegate copies them into ExecuTorch's memory right after, on the same stream), and the
+    device is switched only when the caller's current device is another.
+    """
 
     kind = "tensorrt"
     writes_in_place = True
@@ -87,26 +93,42 @@ class TensorRTExecutor:
         self.reason = ""
         self._engine = engine
         self._context = engine.create_execution_context()
-        self._inputs = [e.name for e in blob.inputs]
-        self._outputs = [e.name for e in blob.outputs]
-        self._dtypes = {e.name: _torch_dtype(e.dtype) for e in blob.outputs}
+        self._index = device.index or 0
+        self._input_names = [e.name for e in blob.inputs]
+        self._output_names = [e.name for e in blob.outputs]
+        self._output_dtypes = [_torch_dtype(e.dtype) for e in blob.outputs]
+        self._shapes: tuple | None = None  # the input shapes the context was last given
+        self._output_shapes: list[tuple] = []
+        self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
 
     def run(self, inputs, outputs):
-        with torch.cuda.device(self.device):
-            for name, t in zip(self._inputs, inputs):
-                self._context.set_input_shape(name, tuple(t.shape))
-                self._context.set_tensor_address(name, t.data_ptr())
-            results = []
-            for name, out in zip(self._outputs, outputs):
-                if out is None:  # not shareable: the delegate copies it into place afterwards
-                    shape = tuple(self._context.get_tensor_shape(name))
-                    out = torch.empty(shape, dtype=self._dtypes[name], device=self.device)
-                self._context.set_tensor_address(name, out.data_ptr())
-                results.append(out)
-            stream = torch.cuda.current_stream(self.device)
-            if not self._context.execute_async_v3(stream.cuda_stream):
-                raise RuntimeError("TensorRT execute_async_v3 failed")
-            return results
+        if torch.cuda.current_device() != self._index:
+            with torch.cuda.device(self._index):
+                return self._run(inputs, outputs)
+        return self._run(inputs, outputs)
+
+    def _run(self, inputs, outputs):
+        context = self._context
+        shapes = tuple(t.shape for t in inputs)
+        if shapes != self._shapes:
+            for name, shape in zip(self._input_names, shapes):
+                context.set_input_shape(name, tuple(shape))
+            self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
+            self._shapes = shapes
+        for name, t in zip(self._input_names, inputs):
+            context.set_tensor_address(name, t.data_ptr())
+        results = []
+        for i, (name, out) in enumerate(zip(self._output_names, outputs)):
+            if out is None:  # not shareable: a reused buffer, copied into place by the delegate right after
+                out = self._output_buffers[i]
+                if out is None or tuple(out.shape) != self._output_shapes[i]:
+                    out = torch.empty(self._output_shapes[i], dtype=self._output_dtypes[i], device=self.device)
+                    self._output_buffers[i] = out
+            context.set_tensor_address(name, out.data_ptr())
+            results.append(out)
+        if not context.execute_async_v3(torch.cuda.current_stream(self._index).cuda_stream):
+            raise RuntimeError("TensorRT execute_async_v3 failed")
+        return results
 
 
 def _torch_dtype(code: int) -> torch.dtype:

@@ -104,7 +104,7 @@ def test_run_with_inputs_matches_eager(pte, tmp_path, run_cli):
     result = run_cli("run", pte, "--inputs", "inputs.pt", "--repeat", 3, cwd=tmp_path)
     assert result.status == 0 and result.stderr == ""
     out = result.stdout
-    assert "placement plan, last delegate call: executor" in out
+    assert "placement plan of the call: 1 delegate call, executor" in out
     assert re.search(r"input 0\s+share", out)
     assert re.search(r"output 0\s+\S.*\s+\d[\d,]*\s", out)
     assert re.search(r"3 calls: median [\d.]+ ms", out)
