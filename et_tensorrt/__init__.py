@@ -14,6 +14,7 @@ from .descriptors import Device, TensorDescriptor, describe, describe_inputs, tr
 from .errors import (
     BlobFormatError,
     EngineBuildError,
+    InputShapeError,
     LayoutError,
     OptionError,
     PartitionError,
@@ -44,12 +45,14 @@ _LAZY = {
     "lower": ".lowering",
     "save": ".lowering",
     "Runner": ".runtime.runner",
+    "record_plans": ".runtime.runner",
 }
 
 __all__ = [
     "BlobFormatError",
     "Device",
     "EngineBuildError",
+    "InputShapeError",
     "LayoutError",
     "OptionError",
     "PartitionError",

@@ -37,6 +37,10 @@ class PlacementError(RuntimeError):
     """The delegate cannot place an input or output (dtype, shape or device it cannot take)."""
 
 
+class InputShapeError(ValueError):
+    """An input's shape is not one the method takes (a static dim that differs, or above a dynamic bound)."""
+
+
 class RunnerError(RuntimeError):
     """ExecuTorch could not load or run a program; the message carries the delegate's own error."""
 

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             status = e.status if isinstance(e, CliError) else EXIT_USAGE if isinstance(e, OptionError) else EXIT_ERROR
             text = str(e).strip()
             message = text.splitlines()[0] if text else ""
-            prefix = "error" if isinstance(e, (CliError, OptionError)) else f"error: {type(e).__name__}"
+            # et_tensorrt's own errors name what was wrong and what to do: their class name would only be noise.
+            ours = isinstance(e, (CliError, OptionError)) or type(e).__module__ == "et_tensorrt.errors"
+            prefix = "error" if ours else f"error: {type(e).__name__}"
             print(f"{prefix}: {message}" if message else prefix, file=sys.stderr)
             return status

@@ -144,7 +144,7 @@ def run_and_check(
         runner = Runner(data)
         outputs = runner.run(inputs)
     delegates = [d for d in inspection.inspect_bytes(data).method("forward").delegates if d.ours]
-    print_plan(runner.last_plan, len(delegates))
+    print_plan(runner.last_plan)
     engines = [_check_engine(i, d.blob, len(delegates), calls, exports, tolerances) for i, d in enumerate(delegates)]
     result = CheckResult(compare(expected, outputs, tolerances), engines)
     print(

@@ -36,15 +36,16 @@ def print_table(rows) -> None:
         print(line)
 
 
-def print_plan(plan, n_delegates: int | None) -> None:
-    """The runtime's placement plan of the last delegate call (``Runner.last_plan``)."""
-    head = "placement plan, last delegate call"
+def print_plan(plan) -> None:
+    """The placement plan of the Runner's last call (``Runner.last_plan``): each method input and output end
+    to end, then one line per delegate call."""
+    head = "placement plan of the call"
     if plan is None:
-        print(f"{head}: none (the method ran no et_tensorrt delegate)")
+        print(f"{head}: none (the method did not run)")
         return
-    print(f"{head}: executor {plan.executor} on {plan.execution_device}, {plan.bytes_copied:,} B copied per call")
-    if n_delegates is not None and n_delegates > 1:
-        print(f"  (the method has {n_delegates} delegates; the runtime keeps the plan of the last call)")
+    n = len(plan.delegates)
+    delegates = "no et_tensorrt delegate" if n == 0 else f"{n} delegate call{'s' * (n != 1)}, executor {plan.executor}"
+    print(f"{head}: {delegates} on {plan.execution_device}, {plan.bytes_copied:,} B copied per call")
     rows = [("tensor", "action", "from -> to", "bytes", "why")]
     for p in list(plan.inputs) + list(plan.outputs):
         rows.append(
@@ -57,6 +58,9 @@ def print_plan(plan, n_delegates: int | None) -> None:
             )
         )
     print_table(rows)
+    for i, d in enumerate(plan.delegates):
+        print(f"  delegate {i}: {d.executor} ({d.executor_detail}) on {d.execution_device}, "
+              f"{d.bytes_copied:,} B copied, {d.executor_ns / 1e3:.1f} us executor + {d.delegate_ns / 1e3:.1f} us delegate")
 
 
 def print_comparison(title: str, comparison: Comparison) -> None:

@@ -142,19 +142,3 @@ def pte_input_specs(path: str) -> list[InputSpec]:
             raise CliError(f"method input {i} has ExecuTorch dtype {info.dtype()}, which torch does not have")
         specs.append(InputSpec("", tuple(info.sizes()), dtype, None))
     return specs
-
-
-def check_pte_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> list[int]:
-    """Count, dtype, rank and the planned upper bound; returns the inputs whose shape differs from the
-    recorded one (allowed only where a dim is dynamic, which ExecuTorch itself decides)."""
-    if len(inputs) != len(specs):
-        raise CliError(f"the program takes {len(specs)} input(s), got {len(inputs)}")
-    differ = []
-    for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
-        if t.dtype != spec.dtype:
-            raise CliError(f"input {i}: dtype {t.dtype} does not match the program's {spec.dtype}")
-        if t.dim() != len(spec.shape) or any(a > b for a, b in zip(t.shape, spec.shape, strict=True)):
-            raise CliError(f"input {i}: shape {tuple(t.shape)} does not match the program's {spec.shape}")
-        if tuple(t.shape) != spec.shape:
-            differ.append(i)
-    return differ

@@ -64,6 +64,16 @@ def load_kernels() -> None:
                           "executorch>=1.5.1,<1.6 (its wheel ships it in executorch/lib)")
 
 
+def record_plans() -> _C.PlanRecording:
+    """The delegate plans of calls made through ExecuTorch's own runtime (which has no Runner)::
+
+        with et_tensorrt.record_plans() as rec:
+            method.execute([x])
+        rec.plans  # every delegate call's PlacementPlan on this thread inside the block, in order
+    """
+    return _C.PlanRecording()
+
+
 class Runner:
     def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview):
         load_kernels()
@@ -74,7 +84,9 @@ class Runner:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
             self._native = _C.ProgramRunner.from_file(path)
-        self.last_plan: Optional[_C.PlacementPlan] = None
+        # The plan of this Runner's last call (also after a failed call): each method input and output end to
+        # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
+        self.last_plan: Optional[_C.MethodPlan] = None
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
         self._lock = threading.Lock()
@@ -94,15 +106,17 @@ class Runner:
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
         with self._lock:
-            before = _C.last_plan()
             try:
                 results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
             finally:
-                plan = _C.last_plan()
-                # The plan of this call's (last) delegate; None when the method ran no delegate.
-                self.last_plan = plan if plan is not None and plan is not before else self.last_plan
+                self.last_plan = native.last_plan()
             self.outputs_written_in_place = list(in_place)
         return list(results)
+
+    @property
+    def last_plans(self) -> list[_C.PlacementPlan]:
+        """Every delegate's placement plan of the last call, in call order."""
+        return [] if self.last_plan is None else list(self.last_plan.delegates)
 
     def close(self) -> None:
         self._native = None

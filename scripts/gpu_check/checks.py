@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import sys
 import time
@@ -95,6 +96,8 @@ class ExecutorSpy:
         from et_tensorrt.runtime import executors
 
         spy = self
+        # The PyTorch executor's C++ interpreter is called without Python: take its Python path to observe it.
+        os.environ[executors.INTERPRETER_ENV] = "0"
         for cls in (executors.TensorRTExecutor, executors.PyTorchExecutor):
             original = cls.run
 

@@ -104,7 +104,7 @@ def test_run_with_inputs_matches_eager(pte, tmp_path, run_cli):
     result = run_cli("run", pte, "--inputs", "inputs.pt", "--repeat", 3, cwd=tmp_path)
     assert result.status == 0 and result.stderr == ""
     out = result.stdout
-    assert "placement plan, last delegate call: executor" in out
+    assert "placement plan of the call: 1 delegate call, executor" in out
     assert re.search(r"input 0\s+share", out)
     assert re.search(r"output 0\s+\S.*\s+\d[\d,]*\s", out)
     assert re.search(r"3 calls: median [\d.]+ ms", out)
@@ -131,4 +131,7 @@ def test_run_mismatched_input_shape(pte, tmp_path, run_cli):
     torch.save([torch.randn(3, 16)], tmp_path / "wrong.pt")
     result = run_cli("run", pte, "--inputs", "wrong.pt", cwd=tmp_path)
     assert result.status == 1
-    assert "input 0: shape (3, 16) does not match the program's (4, 16)" in result.error_line
+    assert result.error_line == (
+        "error: input 0 of method 'forward' has shape (3, 16) but the program takes (4, 16): dims exported as "
+        "static cannot change (export with dynamic_shapes for the dims that vary) (ExecuTorch error 16)"
+    )
