@@ -15,16 +15,21 @@ from .errors import (
     BlobFormatError,
     EngineBuildError,
     EngineRefusedError,
+    InputShapeError,
     LayoutError,
+    OptionError,
     PartitionError,
     PlacementError,
     PlacementWarning,
     ProgramRefusedError,
     RunnerError,
+    UnmatchedOpWarning,
     UnsupportedDeviceError,
     UnsupportedDtypeError,
     ValidationError,
 )
+
+__version__ = "0.1.0"  # setup.py reads this line
 
 # One backend registry: libexecutorch.so's, which ExecuTorch's own Python runtime uses too.
 if not _C.register_backend():
@@ -38,9 +43,11 @@ _LAZY = {
     "PartitionReport": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
+    "BuildOptions": ".compile_specs",
     "lower": ".lowering",
     "save": ".lowering",
     "Runner": ".runtime.runner",
+    "record_plans": ".runtime.runner",
 }
 
 __all__ = [
@@ -48,13 +55,16 @@ __all__ = [
     "Device",
     "EngineBuildError",
     "EngineRefusedError",
+    "InputShapeError",
     "LayoutError",
+    "OptionError",
     "PartitionError",
     "PlacementError",
     "PlacementWarning",
     "ProgramRefusedError",
     "RunnerError",
     "TensorDescriptor",
+    "UnmatchedOpWarning",
     "UnsupportedDeviceError",
     "UnsupportedDtypeError",
     "ValidationError",

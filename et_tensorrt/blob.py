@@ -7,6 +7,7 @@ The writer is Python because preprocess is: :func:`write_blob` writes format ver
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from dataclasses import dataclass, field
@@ -385,3 +386,20 @@ def read_blob(data) -> Blob:
 
     data = bytes(data)
     return Blob.from_parsed(_C.parse_blob(data), data)
+
+
+def program_digest(blob: Blob) -> str:
+    """A partition's identity on both sides: the digest of the program its blob embeds, GRAPH and every
+    weight's bytes (``preprocess`` records its ONNX export under it; the runtime's call records carry it).
+    An engine-only blob is identified by its engine."""
+    digest = hashlib.sha256()
+    if blob.graph is not None:
+        digest.update(bytes(blob.graph))
+        for entry in blob.weights:
+            digest.update(entry.name.encode("utf-8"))
+            digest.update(blob.weight_bytes(entry))
+    elif blob.program is not None:
+        digest.update(bytes(blob.program))
+    elif blob.engine is not None:
+        digest.update(bytes(blob.engine))
+    return digest.hexdigest()
