@@ -252,8 +252,10 @@ def format_delegate(d: DelegateInfo) -> list:
                                subsequent_indent="    ", break_on_hyphens=False))
     if b.engine is not None:
         engine = f"{_kib(len(b.engine))}"
-        if meta.get("build_seconds") is not None:
-            engine += f", built in {meta['build_seconds']} s" + (" (cache hit)" if meta.get("cache_hit") else "")
+        if meta.get("cache") == "hit":
+            engine += ", from the build cache"
+        elif meta.get("build_seconds") is not None:
+            engine += f", built in {meta['build_seconds']} s"
     else:
         engine = "none: the partition runs with PyTorch (" + str(meta.get("fallback_reason", "no reason recorded")) + ")"
     lines.append(f"  engine: {engine}")

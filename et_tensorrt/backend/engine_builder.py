@@ -1,4 +1,4 @@
-"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine (through the build cache)."""
+"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from et_tensorrt import trt
-from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
@@ -21,20 +20,10 @@ class BuildSettings:
     target_archs: tuple[str, ...] = ()
     workspace_bytes: Optional[int] = None
 
-    def as_dict(self, export: OnnxExport) -> dict:
-        return {
-            "precision": self.precision,
-            "target_archs": list(self.target_archs),
-            "workspace_bytes": self.workspace_bytes,
-            "profiles": {i.name: [[d.min, d.opt, d.max] for d in i.dims] for i in export.inputs},
-        }
-
 
 @dataclass
 class BuildResult:
     engine: bytes
-    cache_key: str
-    cache_hit: bool
     seconds: float
 
 
@@ -146,16 +135,8 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     return bytes(serialized)
 
 
-def build_engine(export: OnnxExport, settings: BuildSettings, use_cache: bool = True) -> BuildResult:
-    key = build_cache.cache_key(export.model_bytes, settings.as_dict(export), trt.flavour(), trt.version())
+def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:
+    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX)."""
     start = time.perf_counter()
-    if use_cache:
-        cached = build_cache.load(key)
-        if cached is not None:
-            logger.debug("engine cache hit %s", key[:16])
-            return BuildResult(cached, key, True, time.perf_counter() - start)
     engine = build_network_engine(export, settings)
-    seconds = time.perf_counter() - start
-    if use_cache:
-        build_cache.store(key, engine)
-    return BuildResult(engine, key, False, seconds)
+    return BuildResult(engine, time.perf_counter() - start)

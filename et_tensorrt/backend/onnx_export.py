@@ -291,11 +291,9 @@ def with_precision(
     return torch.export.export(module, args, dynamic_shapes=tuple(dyn) if dynamic else None, strict=False)
 
 
-def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 2) -> OnnxExport:
-    import time
-
-    import onnx
-
+def partition_io(ep: ExportedProgram, max_factor: int = 2) -> tuple[list[TensorInfo], list[TensorInfo], dict, dict]:
+    """The partition's engine inputs and outputs (named by their nodes until the export names them), the
+    per-symbol profile ranges and the maxima picked for unbounded dims. Cheap: no tracing."""
     profile, declared, picked = symbol_ranges(ep, max_factor)
     inputs = []
     for node in user_input_nodes(ep):
@@ -309,7 +307,15 @@ def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 
             raise EngineBuildError(f"partition output {out} is not a tensor; TensorRT engines return tensors only")
         dims, decl = _dims(val, profile, declared, ep)
         outputs.append(TensorInfo(out.name, val.dtype, val.device, dims, decl))
+    return inputs, outputs, profile, picked
 
+
+def export_onnx(ep: ExportedProgram, precision: str = "fp32", max_factor: int = 2) -> OnnxExport:
+    import time
+
+    import onnx
+
+    inputs, outputs, profile, picked = partition_io(ep, max_factor)
     start = time.perf_counter()
     args = example_inputs(inputs)
     program = None
