@@ -269,36 +269,44 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
-    """(raw bytes, strides) for WEIGHTS: a dense tensor keeps its strides (its storage span, in memory
-    order); an expanded or overlapping one is written contiguous."""
+def _storage_span(t: torch.Tensor):
+    """(uint8 array over the storage span t addresses, strides): a dense tensor keeps its strides (its
+    storage span, in memory order); an expanded or overlapping one is made contiguous. No copy when t is a
+    dense host tensor."""
     t = t.detach().cpu()
     if t.numel() == 0:
-        return b"", tuple(t.stride())
+        return None, tuple(t.stride())
     if not _dense(t):
         t = t.contiguous()
     span = torch.as_strided(t, (t.numel(),), (1,)).contiguous()  # the span of storage t addresses
-    return span.view(torch.uint8).numpy().tobytes(), tuple(t.stride())
+    return span.view(torch.uint8).numpy(), tuple(t.stride())
+
+
+def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
+    """(raw bytes, strides) for WEIGHTS (see :func:`_storage_span`)."""
+    span, strides = _storage_span(t)
+    return (b"" if span is None else span.tobytes()), strides
 
 
 def encode_weights(weights: Sequence[Weight]) -> bytes:
     """The WEIGHTS payload: u32 count, u32 0, entries, then each datum at a 64-aligned payload offset."""
     if len(weights) > 0xFFFFFFFF:
         raise BlobFormatError(f"{len(weights)} weights do not fit the WEIGHTS table")
-    entries, datas = [], []
+    entries = []
     for w in weights:
         if w.kind not in WEIGHT_KINDS:
             raise BlobFormatError(f"weight {w.name!r}: kind {w.kind!r} is not one of {WEIGHT_KINDS}")
         if w.tensor.dim() > MAX_RANK:
             raise BlobFormatError(f"weight {w.name!r}: rank {w.tensor.dim()} > {MAX_RANK}")
-        raw, strides = tensor_storage(w.tensor)
-        entries.append((w, raw, strides))
+        span, strides = _storage_span(w.tensor)
+        entries.append((w, span, 0 if span is None else span.nbytes, strides))
     table_size = _WEIGHTS_HEAD.size + sum(
-        _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _ in entries
+        _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _, _ in entries
     )
     table = [_WEIGHTS_HEAD.pack(len(entries), 0)]
     offset = table_size + _pad(table_size, ALIGNMENT)
-    for w, raw, strides in entries:
+    datas = []
+    for w, span, nbytes, strides in entries:
         name = w.name.encode("utf-8")
         if len(name) > 0xFFFF:
             raise BlobFormatError(f"weight name too long ({len(name)} bytes)")
@@ -306,21 +314,22 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
         dtype = scalar_type_code(w.tensor.dtype)
         table.append(
             _WEIGHT_FIXED.pack(
-                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if raw else 0, len(raw)
+                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if nbytes else 0, nbytes
             )
         )
         table.append(name)
         table.append(struct.pack(f"<{w.tensor.dim()}q", *w.tensor.shape))
         table.append(struct.pack(f"<{len(strides)}q", *strides))
-        if raw:
-            datas.append((offset, raw))
-            offset += len(raw) + _pad(len(raw), ALIGNMENT)
-    out = bytearray(b"".join(table))
-    assert len(out) == table_size
-    for at, raw in datas:
-        out += b"\0" * (at - len(out))
-        out += raw
-    return bytes(out)
+        if nbytes:
+            datas.append((offset, span))
+            offset += nbytes + _pad(nbytes, ALIGNMENT)
+    head = b"".join(table)
+    assert len(head) == table_size
+    pieces, at = [head], table_size
+    for offset, span in datas:
+        pieces += [bytes(offset - at), span]
+        at = offset + span.nbytes
+    return b"".join(pieces)  # each tensor's bytes are copied once
 
 
 def write_sections(
@@ -334,21 +343,25 @@ def write_sections(
     alignment: int = ALIGNMENT,
 ) -> bytes:
     """Low-level writer (also used by the fixtures to make deliberately odd blobs). Each payload starts at
-    a multiple of ``alignment`` (zero padding between payloads)."""
+    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object."""
     if len(sections) > MAX_SECTIONS:
         raise BlobFormatError(f"{len(sections)} sections > {MAX_SECTIONS}")
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
-    table, body = [], bytearray()
+    table, placed = [], []
     for kind, payload in sections:
+        size = memoryview(payload).nbytes
         offset += _pad(offset, alignment)
-        table.append(_SECTION.pack(kind, 0, offset, len(payload)))
-        body += b"\0" * (offset - HEADER_SIZE - SECTION_ENTRY_SIZE * len(sections) - len(body))
-        body += payload
-        offset += len(payload)
+        table.append(_SECTION.pack(kind, 0, offset, size))
+        placed.append((offset, payload))
+        offset += size
     header = _HEADER.pack(
         magic, version, flags, HEADER_SIZE, len(sections), offset, exec_device_type, exec_device_index, b"\0" * 6
     )
-    return header + b"".join(table) + bytes(body)
+    pieces, at = [header, *table], HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
+    for start, payload in placed:
+        pieces += [bytes(start - at), payload]
+        at = start + memoryview(payload).nbytes
+    return b"".join(pieces)  # one copy of each payload
 
 
 def write_blob(
@@ -368,9 +381,9 @@ def write_blob(
         raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
     if engine is not None:
-        sections.append((SECTION_ENGINE, bytes(engine)))
+        sections.append((SECTION_ENGINE, engine))
     if graph is not None:
-        sections.append((SECTION_GRAPH, bytes(graph)))
+        sections.append((SECTION_GRAPH, graph))
         sections.append((SECTION_WEIGHTS, encode_weights(weights)))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
