@@ -3,7 +3,7 @@
 The key (:func:`partition_key`) hashes what decides the engine: the partition's aten program (GRAPH JSON and
 every weight's bytes), its I/O dtypes, devices and dim ranges, the build options that shape the engine, and
 the tools that build it (TensorRT flavour and version, torch/onnxscript versions, this package's version, the
-local GPU when no target is named) plus :data:`FORMAT_VERSION`. A hit therefore skips the ONNX export,
+local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_VERSION`. A hit therefore skips the ONNX export,
 onnxruntime validation and the TensorRT build; the entry carries everything else the blob needs from the
 export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -153,6 +154,17 @@ def partition_key(
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
+def _program_checks_digest() -> str:
+    """Digest of the safe loader's rules (et_tensorrt/embedded_program): a hit skips checking a GRAPH the
+    cache has seen pass, so a change of those rules must miss."""
+    folder = Path(__file__).resolve().parent.parent / "embedded_program"
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def tool_versions(target_archs: Sequence[str]) -> dict:
     """What builds the engine besides the options: TensorRT, the ONNX exporter, this package, and the local
     GPU when the engine is built for the builder's default target (no explicit ``target_archs``)."""
@@ -173,6 +185,7 @@ def tool_versions(target_archs: Sequence[str]) -> dict:
         major, minor = torch.cuda.get_device_capability()
         gpu = f"sm{major}{minor}"
     return {
+        "program_checks": _program_checks_digest(),
         "trt_flavour": trt.flavour(),
         "trt_version": trt.version(),
         "torch": torch.__version__,

@@ -34,7 +34,7 @@ from et_tensorrt.backend.edge_to_aten import edge_to_aten, user_input_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64, partition_io
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
-from et_tensorrt.embedded_program import serialize_program
+from et_tensorrt.embedded_program.writer import check_graph, serialize_program
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
@@ -92,12 +92,23 @@ def _io_entries(export) -> list:
 
 
 def _program(aten_ep: ExportedProgram) -> tuple[tuple[bytes, list] | None, EngineBuildError | None]:
-    """(GRAPH, WEIGHTS) of the embedded program, or the error that refuses it (raised after the build, so a
-    TensorRT refusal is what a partition of an unsupported op reports)."""
+    """(GRAPH, WEIGHTS) of the embedded program, not yet checked by the safe loader's rules (a cache hit
+    needs no check: its GRAPH passed when the entry was stored), or the error that refuses it."""
     try:
-        return serialize_program(aten_ep), None
+        return serialize_program(aten_ep, check=False), None
     except EngineBuildError as exc:
         return None, exc
+
+
+def _checked(program: tuple[bytes, list] | None, error: EngineBuildError | None) -> EngineBuildError | None:
+    """The error that refuses the program, checking its GRAPH with the safe loader's rules."""
+    if program is None:
+        return error
+    try:
+        check_graph(program[0])
+    except EngineBuildError as exc:
+        return exc
+    return None
 
 
 def _cache_key(aten_ep: ExportedProgram, program: tuple[bytes, list], build: cs.BuildOptions) -> str | None:
@@ -208,6 +219,9 @@ class EtTensorRTBackend(BackendDetails):
                 "%s: %d nodes, from the build cache in %.2f s, %d KiB", label, n_nodes, lookup_s, (len(engine) + 1023) // 1024
             )
         else:
+            # The loader's verdict on the program is raised after the build, so a TensorRT refusal is what
+            # a partition of an unsupported op reports.
+            program_error = _checked(program, program_error)
             if export is None:
                 t0 = time.perf_counter()
                 export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
@@ -248,7 +262,7 @@ class EtTensorRTBackend(BackendDetails):
                     blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
                     for e, info in zip(io_entries, export.inputs + export.outputs)
                 ]
-            elif key is not None:
+            elif key is not None and program_error is None:
                 build_cache.store(
                     build_cache.Entry(
                         key=key,

@@ -196,8 +196,8 @@ def _entry(key: str, size: int) -> build_cache.Entry:
 
 
 def test_lru_eviction_keeps_the_folder_under_its_limit(cache, monkeypatch):
-    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "3K")
-    assert build_cache.max_bytes() == 3072
+    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "4K")  # three entries of ~1.2 KB fit, four do not
+    assert build_cache.max_bytes() == 4096
     keys = [f"{i:064x}" for i in range(4)]
     for i, key in enumerate(keys[:3]):
         assert build_cache.store(_entry(key, 800))
@@ -205,8 +205,8 @@ def test_lru_eviction_keeps_the_folder_under_its_limit(cache, monkeypatch):
     assert build_cache.load(keys[0]) is not None  # a hit makes keys[0] the most recently used
     assert build_cache.store(_entry(keys[3], 800))  # over the limit: keys[1], the least recently used, goes
     assert {e.key for e in build_cache.entries()} == {keys[0], keys[2], keys[3]}
-    assert build_cache.total_bytes() <= 3072
-    assert not build_cache.store(_entry("f" * 64, 4000))  # larger than the whole limit: not stored
+    assert build_cache.total_bytes() <= 4096
+    assert not build_cache.store(_entry("f" * 64, 5000))  # larger than the whole limit: not stored
     monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "0")
     assert not build_cache.store(_entry("e" * 64, 10))
 
