@@ -34,6 +34,7 @@ if not _C.register_backend():
 _LAZY = {
     "TensorRTPartitioner": ".partition",
     "PartitionReport": ".partition",
+    "ReasonCode": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
     "lower": ".lowering",

@@ -1,7 +1,7 @@
 """Partitioning for the et_tensorrt delegate: which nodes a TensorRT engine runs, and why not the rest.
 
 A node is delegated only when all four rules pass; each refusal carries a named reason
-(`report.Reason`):
+(`report.Reason`, its code a `report.ReasonCode`):
 
 1. Placement. The device recorded in the node's ``meta["val"]`` (every output) and in every tensor
    input must be the engine's device.
@@ -31,7 +31,7 @@ is named in a ``PlacementWarning``. Delegate output metadata is the graph's own 
 the partitioner never rewrites it.
 """
 
-from .partitioner import TensorRTPartitioner
-from .report import PartitionReport, Reason, explain
+from .partitioner import TensorRTPartitioner, explain
+from .report import PartitionReport, Reason, ReasonCode
 
-__all__ = ["TensorRTPartitioner", "PartitionReport", "Reason", "explain"]
+__all__ = ["TensorRTPartitioner", "PartitionReport", "Reason", "ReasonCode", "explain"]

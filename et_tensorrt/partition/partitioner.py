@@ -1,9 +1,9 @@
-"""`TensorRTPartitioner`: tags the nodes a TensorRT engine may run, keeping every recorded device."""
+"""`TensorRTPartitioner`: tags the nodes a TensorRT engine may run, keeping every recorded device; `explain`."""
 
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Iterable, List, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
 import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -15,8 +15,16 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
 from . import device_rules
-from .report import NodeDecision, PartitionReport, Reason
-from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
+from .report import NodeDecision, PartitionReport, Reason, ReasonCode
+from .supported_ops import (
+    NON_COMPUTE_OPS,
+    SUPPORTED_OPS,
+    VIEW_OPS,
+    argument_refusal,
+    dtype_refusal,
+    op_name,
+    user_spellings,
+)
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -43,23 +51,23 @@ def _is_symbolic(node: Node) -> bool:
     return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
 
 
-def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Reason]:
+def _symbolic_crossings(calls: list[Node], tags: dict[str, str]) -> dict[str, Reason]:
     """Scalars may not cross a partition boundary: engines take and return tensors only. A delegated
     scalar read outside its partition stays on the host (the host computes its own sizes), and so does
     a delegated node that reads a scalar computed outside its partition."""
-    crossings: Dict[str, Reason] = {}
+    crossings: dict[str, Reason] = {}
     for node in calls:
         tag = tags.get(node.name)
         if tag is None:
             continue
         if _is_symbolic(node) and any(tags.get(u.name) != tag for u in node.users):
             crossings[node.name] = Reason(
-                "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
+                ReasonCode.SYMBOLIC_BOUNDARY, "a scalar (size) read outside the partition; engines return tensors only"
             )
         for source in device_rules.input_nodes(node):
             if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
                 crossings[node.name] = Reason(
-                    "symbolic-boundary", f"reads {source.name}, a scalar (size) computed outside the partition"
+                    ReasonCode.SYMBOLIC_BOUNDARY, f"reads {source.name}, a scalar (size) computed outside the partition"
                 )
     return crossings
 
@@ -78,7 +86,7 @@ class TensorRTPartitioner(Partitioner):
         min_block_size: int = 5,
         torch_executed_ops=(),
         require_full_compilation: bool = False,
-        compile_specs: Optional[Mapping[str, object]] = None,
+        compile_specs: Mapping[str, object] | None = None,
     ):
         super().__init__()
         if min_block_size < 1:
@@ -92,11 +100,11 @@ class TensorRTPartitioner(Partitioner):
         self.require_full_compilation = require_full_compilation
         options[EXECUTION_DEVICE] = str(self.target_device)
         self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
-        self.report: Optional[PartitionReport] = None
+        self.report: PartitionReport | None = None
 
     # -- the four node rules -------------------------------------------------------------------
 
-    def _refusal(self, node: Node, placed: bool, refused: Dict[str, Reason]) -> Optional[Reason]:
+    def _refusal(self, node: Node, placed: bool, refused: dict[str, Reason]) -> Reason | None:
         engine = self.target_device
         reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(
             node, engine, placed
@@ -105,28 +113,28 @@ class TensorRTPartitioner(Partitioner):
             return reason
         name = op_name(node.target)
         if name not in SUPPORTED_OPS:
-            return Reason("unsupported-op", name)
+            return Reason(ReasonCode.UNSUPPORTED_OP, name)
         limit = argument_refusal(name, node)
         if limit is not None:
-            return Reason("unsupported-args", f"{name}: {limit}")
+            return Reason(ReasonCode.UNSUPPORTED_ARGS, f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
-            return Reason("producer-refused", f"{node.args[0].name} stays on host")
+            return Reason(ReasonCode.PRODUCER_REFUSED, f"{node.args[0].name} stays on host")
         for source in [node, *device_rules.input_nodes(node)]:
             for t in device_rules.tensors(source.meta.get("val")):
                 code = dtype_refusal(t.dtype)
                 if code is not None:
                     return Reason(code, f"{source.name} is {t.dtype}")
-        if name in self.torch_executed_ops or packet_name(name) in self.torch_executed_ops:
-            return Reason("user:torch_executed_ops", name)
+        if user_spellings(name) & self.torch_executed_ops:
+            return Reason(ReasonCode.USER_TORCH_EXECUTED_OPS, name)
         return None
 
     def _would_drop_device(self, node: Node, reason: Reason, placed: bool) -> bool:
         """Refused only for its device, yet capable: a device-blind partitioner would have absorbed
         it and returned its result on the engine's device."""
-        if reason.code not in ("cast:device-change", "device:host-output"):
+        if reason.code not in (ReasonCode.CAST_DEVICE_CHANGE, ReasonCode.DEVICE_HOST_OUTPUT):
             return False
         name = op_name(node.target)
-        if name not in SUPPORTED_OPS or name in self.torch_executed_ops:
+        if name not in SUPPORTED_OPS or user_spellings(name) & self.torch_executed_ops:
             return False
         return all(
             dtype_refusal(t.dtype) is None for t in device_rules.tensors(node.meta.get("val"))
@@ -142,8 +150,8 @@ class TensorRTPartitioner(Partitioner):
     def _analyze(self, exported_program):
         gm = exported_program.graph_module
         placed = device_rules.is_placed(gm.graph)
-        calls: List[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
-        refused: Dict[str, Reason] = {}
+        calls: list[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
+        refused: dict[str, Reason] = {}
         for node in calls:  # graph order, so a getitem sees its producer's decision
             reason = self._refusal(node, placed, refused)
             if reason is not None:
@@ -172,7 +180,7 @@ class TensorRTPartitioner(Partitioner):
         report = PartitionReport(str(self.target_device), placed, decisions, warned)
         return report, tags
 
-    def _group(self, gm, calls: List[Node], refused: Dict[str, Reason]) -> Dict[str, str]:
+    def _group(self, gm, calls: list[Node], refused: dict[str, Reason]) -> dict[str, str]:
         """Partition tags of the accepted nodes; groups too small or only views are refused (in place)."""
         accepted = [n.name for n in calls if n.name not in refused]
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -183,19 +191,19 @@ class TensorRTPartitioner(Partitioner):
             (sorted(p.nodes, key=order.__getitem__) for p in proposals),
             key=lambda nodes: order[nodes[0]],
         )
-        tags: Dict[str, str] = {}
+        tags: dict[str, str] = {}
         for nodes in groups:
             size = sum(op_name(n.target) not in NON_COMPUTE_OPS for n in nodes)
             if size < self.min_block_size:
                 for n in nodes:
                     refused[n.name] = Reason(
-                        "min_block_size", f"partition of {size} < {self.min_block_size}"
+                        ReasonCode.MIN_BLOCK_SIZE, f"partition of {size} < {self.min_block_size}"
                     )
                 continue
             if len(nodes) < len(calls) and all(op_name(n.target) in VIEW_OPS | NON_COMPUTE_OPS for n in nodes):
                 # Unless it is the whole graph: an engine that only reshapes costs two copies, buys nothing.
                 for n in nodes:
-                    refused[n.name] = Reason("view-only", "a partition of only view/shape ops computes nothing")
+                    refused[n.name] = Reason(ReasonCode.VIEW_ONLY, "a partition of only view/shape ops computes nothing")
                 continue
             tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
             for n in nodes:
@@ -232,7 +240,7 @@ class TensorRTPartitioner(Partitioner):
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=self._specs(tags))
 
-    def _specs(self, tags: Dict[str, str]) -> Dict[str, DelegationSpec]:
+    def _specs(self, tags: dict[str, str]) -> dict[str, DelegationSpec]:
         """One DelegationSpec per partition: the shared options plus "engine i/n" for build progress."""
         ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
         return {
@@ -243,3 +251,33 @@ class TensorRTPartitioner(Partitioner):
             )
             for i, tag in enumerate(ordered, 1)
         }
+
+
+class _Explaining(TensorRTPartitioner):
+    """Analyzes what it is handed inside ExecuTorch's lowering and tags nothing (see ``explain``)."""
+
+    def partition(self, exported_program) -> PartitionResult:
+        self.report = self.analyze(exported_program)
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags={})
+
+
+def explain(exported_program, **partitioner_options) -> PartitionReport:
+    """Report what ``et_tensorrt.lower(exported_program, **partitioner_options)`` will delegate, node by node.
+
+    An edge program (``to_edge``'s output) is analyzed as it is. Any other program first goes through
+    what lowering does before partitioning: ``to_edge_transform_and_lower`` with this partitioner, so
+    ExecuTorch's default decompositions (minus the ops the partitioner keeps whole, see
+    ``ops_to_not_decompose``) and the edge passes, and the report names the edge nodes ``lower`` sees.
+    The caller's program is not modified. Nothing is tagged or built, ``require_full_compilation`` does not
+    raise, no warning is emitted (``.warned`` lists them), and ExecuTorch's IR validity check is off
+    (it only verifies; the graph is the one lowering partitions).
+    """
+    partitioner = _Explaining(**partitioner_options)
+    if getattr(exported_program, "dialect", None) == "EDGE":
+        return partitioner.analyze(exported_program)
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    to_edge_transform_and_lower(
+        exported_program, partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
+    return partitioner.report
