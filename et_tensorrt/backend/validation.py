@@ -1,8 +1,9 @@
 """Check the exported ONNX with onnxruntime against PyTorch on the partition (random inputs).
 
 Random integers must be inputs the partition accepts: an index input gets values inside the dim it
-indexes (the ONNX Gather of an out-of-range index fails), any other integer input nonzero values of
-both signs (an integer division by zero raises in PyTorch; negative values tell floor from truncating
+indexes (the ONNX Gather of an out-of-range index fails), also when it reaches its indexing op through
+views, casts or a ``where`` (``input_ids.view(-1, n)`` feeding an embedding), any other integer input
+nonzero values of both signs (an integer division by zero raises in PyTorch; negative values tell floor from truncating
 division). When PyTorch still cannot compute the reference, the check is inconclusive: ``validate``
 raises ``ValidationInconclusive`` and the caller warns instead of refusing the engine.
 """
@@ -37,12 +38,40 @@ def _indexed_dims(data: torch.fx.Node, dims) -> list:
     return [_size(val.shape[d]) for d in dims if -val.dim() <= d < val.dim()] or [1]
 
 
-def _index_bound(node: torch.fx.Node) -> Optional[int]:
+_aten = torch.ops.aten
+# Ops whose output holds values of their first argument unchanged (moved, repeated, re-typed): an index
+# read through them is still an index.
+_PASSING_VALUES = {
+    _aten.view.default, _aten.reshape.default, _aten._unsafe_view.default, _aten.unsqueeze.default,
+    _aten.squeeze.dim, _aten.squeeze.dims, _aten.squeeze.default, _aten.expand.default, _aten.permute.default,
+    _aten.transpose.int, _aten.t.default, _aten.clone.default, _aten.contiguous.default, _aten.alias.default,
+    _aten.flatten.using_ints, _aten.select.int, _aten.slice.Tensor, _aten._to_copy.default, _aten.repeat.default,
+}
+
+
+def _passes_values(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether ``user``'s output holds values of ``node`` unchanged."""
+    args = user.args
+    if user.target in _PASSING_VALUES:
+        return bool(args) and args[0] is node
+    if user.target is _aten.where.self:  # where(cond, a, b): a and b pass through (the rewrite of i < 0)
+        return node in args[1:3]
+    if user.target is _aten.cat.default:
+        return node in args[0]
+    return False
+
+
+def _index_bound(node: torch.fx.Node, depth: int = 0) -> Optional[int]:
     """The exclusive upper bound for an integer input used as an index (None: not an index)."""
     aten = torch.ops.aten
     bounds = []
     for user in node.users:
         args = user.args
+        if depth < 16 and _passes_values(user, node):
+            bound = _index_bound(user, depth + 1)
+            if bound is not None:
+                bounds.append(bound)
+            continue
         if user.target in (aten.index_select.default, aten.gather.default) and len(args) > 2 and args[2] is node:
             bounds += _indexed_dims(args[0], [args[1]])
         elif user.target is aten.embedding.default and len(args) > 1 and args[1] is node:
@@ -73,6 +102,18 @@ def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) ->
             sign = torch.randint(0, 2, shape, generator=gen) * 2 - 1 if dt.is_signed else 1
             out.append((magnitude * sign).to(dt))
     return tuple(out)
+
+
+def _max_abs_error(got, want) -> float:
+    """Largest |got - want| where they differ; equal infinities (a -inf mask) and NaN in both count as equal
+    (inf - inf is NaN, which would make every such output's recorded error NaN)."""
+    import numpy as np
+
+    if not want.size:
+        return 0.0
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    return float(np.max(np.where(same, 0.0, diff)))
 
 
 def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", seed: int = 0) -> dict:
@@ -116,7 +157,7 @@ def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", s
             raise ValidationError(f"output {info.name!r}: ONNX shape {value.shape}, PyTorch {ref_np.shape}")
         if ref_np.dtype.kind in "fc":
             ok = np.allclose(value, ref_np, rtol=rtol, atol=atol, equal_nan=True)
-            err = float(np.max(np.abs(value.astype(np.float64) - ref_np.astype(np.float64)))) if ref_np.size else 0.0
+            err = _max_abs_error(value, ref_np)
         else:
             ok = np.array_equal(value, ref_np)
             err = 0.0 if ok else float("inf")
