@@ -24,7 +24,7 @@ from torch.export import ExportedProgram
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import blob as blob_mod
 from et_tensorrt import trt
-from et_tensorrt.backend.edge_to_aten import edge_to_aten
+from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_nodes, user_output_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
@@ -80,6 +80,15 @@ def _io_entries(export) -> list:
     return entries
 
 
+def _record_devices(export, recorded: ExportedProgram) -> None:
+    """The engine's I/O devices as the partition recorded them (the export ran on the host form)."""
+    values = [n.meta["val"] for n in user_input_nodes(recorded)] + [
+        o.meta["val"] for o in user_output_nodes(recorded) if isinstance(o, torch.fx.Node)
+    ]
+    for info, val in zip(export.inputs + export.outputs, values):
+        info.device = val.device
+
+
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
@@ -108,7 +117,10 @@ class EtTensorRTBackend(BackendDetails):
         stats["partitions"] += 1
         n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
 
-        aten_ep = edge_to_aten(edge_program)
+        recorded = edge_to_aten(edge_program)
+        # ONNX, validation and the embedded program use one device, the host (see on_host); the blob's I/O
+        # table keeps the devices the program recorded.
+        aten_ep = on_host(recorded)
         program = _program_bytes(aten_ep)
         metadata = {
             "trt_flavour": trt.flavour(),
@@ -121,6 +133,7 @@ class EtTensorRTBackend(BackendDetails):
 
         t0 = time.perf_counter()
         export = export_onnx(aten_ep, precision, max_factor)
+        _record_devices(export, recorded)
         onnx_s = time.perf_counter() - t0
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
         if export.picked_max:

@@ -47,12 +47,29 @@ class PyTorchExecutor:
         # input check cannot: it tries to solve each size for its symbol and gives up on a computed size
         # such as (s + 7) // 8, the input of an engine fed by another partition.
         module.validate_inputs = False
+        _place_factories(module, device)
         self._module = module.to(device)
 
     def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
         with torch.no_grad():
             result = self._module(*inputs)
         return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:
+    """The embedded program is the partition's host form (every device argument cpu: ONNX has no device);
+    ``Module.to`` moves its weights, this moves what its factory ops and casts create (``arange(...,
+    device=cpu)``) to the execution device too. A partition holds no device-changing cast, so every device
+    argument in it means "the engine's device"."""
+    if device.type == "cpu":
+        return
+    changed = False
+    for node in module.graph.nodes:
+        if node.op == "call_function" and isinstance(node.kwargs.get("device"), torch.device):
+            node.kwargs = {**node.kwargs, "device": device}
+            changed = True
+    if changed:
+        module.recompile()
 
 
 class TensorRTExecutor:
