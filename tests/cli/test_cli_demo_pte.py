@@ -42,9 +42,13 @@ def test_demo_lowers_runs_and_checks_parity(demo):
     assert "demo passed" in out
     # The placement rule, both views: placed (fake cuda export) and unplaced (host export).
     assert "graph placed" in out and "graph unplaced" in out
-    assert re.search(r"^to\s+aten\.to\.dtype_layout\s+cpu\s+host: cast:device-change \(cuda:0 -> cpu\)", out, re.M)
+    # explain reports the edge program lowering partitions: .to("cpu") is a _to_dim_order_copy there
+    assert re.search(
+        r"^dim_order_ops__to_dim_order_copy_default\s+dim_order_ops\._to_dim_order_copy\.default\s+cpu\s+"
+        r"host: cast:device-change \(cuda:0 -> cpu\)", out, re.M
+    )
     assert "host: user:torch_executed_ops (aten.sigmoid.default)" in out
-    assert "host: unsupported-op (aten.cumsum.default)" in out
+    assert "host: user:torch_executed_ops (aten.cumsum.default)" in out
     # The backend's per-engine progress is shown.
     assert re.search(r"\[et_tensorrt\] engine 1(/1)?: \d+ nodes, onnx", out)
     # Plan and parity table.
