@@ -41,6 +41,10 @@ class Rewriter:
         self.user_inputs = user_inputs  # placeholder names of the program's user inputs
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op in ("placeholder", "call_function")]
         self.fake_mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+        if self.fake_mode is None:  # a program traced with real tensors as metadata
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         self.constants: dict[str, torch.Tensor] = {}  # lifted constants added to the program
         self.before: torch.fx.Node | None = None
 
@@ -175,14 +179,17 @@ def _masked_put(node: torch.fx.Node, rw: Rewriter, accumulate: bool) -> None:
     mask = node.args[1][start]
     x, m, v = x_node.meta["val"], mask.meta["val"], values.meta["val"]
     rest = x.dim() - start - m.dim()
-    mask_b = rw.emit(aten.reshape.default, mask, [*m.shape, *([1] * rest)])
+    mask_b = mask  # (*mask, 1, ..., 1): lines up with x from dim `start` (unsqueeze: no sizes, dynamic ones too)
+    for _ in range(rest):
+        mask_b = rw.emit(aten.unsqueeze.default, mask_b, -1)
     # values line up with (*x.shape[:start], selected, *rest): drop the size-1 "selected" dim, put the
     # mask's dims in its place.
-    shape = list(v.shape)
-    selected = len(shape) - rest - 1
+    values_b = values
+    selected = v.dim() - rest - 1
     if selected >= 0:
-        shape = shape[:selected] + [1] * m.dim() + shape[selected + 1 :]
-    values_b = rw.emit(aten.reshape.default, values, shape) if shape != list(v.shape) else values
+        values_b = rw.emit(aten.squeeze.dims, values_b, [selected])
+        for _ in range(m.dim()):
+            values_b = rw.emit(aten.unsqueeze.default, values_b, selected)
     if v.dtype != x.dtype:
         values_b = rw.emit(aten._to_copy.default, values_b, dtype=x.dtype)
     if accumulate:

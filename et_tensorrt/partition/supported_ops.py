@@ -307,10 +307,11 @@ def index_put_mask(node) -> int | None:
     if not all(isinstance(t, torch.Tensor) for t in (x, mask, values)):
         return None
     rest = x.dim() - start - mask.dim()
-    if rest < 0 or tuple(mask.shape) != tuple(x.shape[start : start + mask.dim()]):
+    # sizes compared as expressions: comparing SymInts would add guards to the program
+    if rest < 0 or [str(s) for s in mask.shape] != [str(s) for s in x.shape[start : start + mask.dim()]]:
         return None
     selected_dim = values.dim() - rest - 1  # the dim of values that lines up with the selected elements
-    if selected_dim >= 0 and values.shape[selected_dim] != 1:
+    if selected_dim >= 0 and not (isinstance(values.shape[selected_dim], int) and values.shape[selected_dim] == 1):
         return None
     return start
 
