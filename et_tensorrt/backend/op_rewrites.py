@@ -1,6 +1,6 @@
 """Rewrite delegated ops that ONNX or TensorRT lack into equal ones they have, in the aten partition program.
 
-Which nodes can be rewritten is decided in ``partition/supported_ops.py`` (the partitioner delegates only
+Which nodes can be rewritten is decided in ``partition/argument_limits.py`` (the partitioner delegates only
 those); here they are rewritten, before the ONNX export. The same program is embedded in the blob, so the
 PyTorch fallback computes what the engine computes.
 
@@ -20,7 +20,7 @@ import torch
 from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
 
 from et_tensorrt.errors import EngineBuildError
-from et_tensorrt.partition.supported_ops import (
+from et_tensorrt.partition.argument_limits import (
     ADAPTIVE_POOLING,
     adaptive_avg_pool2d_sizes,
     adaptive_pool_window,

@@ -17,8 +17,9 @@ A node is delegated only when all four rules pass; each refusal carries a named 
 2. Casts. ``_to_copy`` / ``to`` / ``_to_dim_order_copy`` whose device argument moves data off the
    engine's device are refused (a TensorRT engine cannot produce a host tensor); dtype-only casts
    stay delegable. So no device-changing cast is ever inside a partition.
-3. Capability. The op is in ``supported_ops.SUPPORTED_OPS`` (the table the engine builder shares) and
-   every tensor it touches has a dtype TensorRT handles (no complex, no float64).
+3. Capability. The op is in ``supported_ops.SUPPORTED_OPS``, its arguments are within TensorRT's limits
+   (``argument_limits``; a refusal names the limit), and every tensor it touches has a dtype TensorRT
+   handles (no complex, no float64).
 4. User choice. The op is not in ``torch_executed_ops``.
 
 Partitions with fewer than ``min_block_size`` compute nodes are then dropped, and so are partitions of

@@ -15,16 +15,9 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
 from . import device_rules
+from .argument_limits import argument_refusal
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
-from .supported_ops import (
-    NON_COMPUTE_OPS,
-    SUPPORTED_OPS,
-    VIEW_OPS,
-    argument_refusal,
-    dtype_refusal,
-    op_name,
-    user_spellings,
-)
+from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, user_spellings
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -203,7 +196,9 @@ class TensorRTPartitioner(Partitioner):
             if len(nodes) < len(calls) and all(op_name(n.target) in VIEW_OPS | NON_COMPUTE_OPS for n in nodes):
                 # Unless it is the whole graph: an engine that only reshapes costs two copies, buys nothing.
                 for n in nodes:
-                    refused[n.name] = Reason(ReasonCode.VIEW_ONLY, "a partition of only view/shape ops computes nothing")
+                    refused[n.name] = Reason(
+                        ReasonCode.VIEW_ONLY, "a partition of only view/shape ops computes nothing"
+                    )
                 continue
             tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
             for n in nodes:
