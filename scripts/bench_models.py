@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import logging
 import os
@@ -233,7 +234,11 @@ def dynamic_shapes(zoo: Zoo, row: Row):
         dim = torch.export.Dim(axis, min=1, max=row.max_size)
         for i, d in zoo.axes[axis]:
             specs[i][d] = dim
-    return tuple(spec or None for spec in specs)
+    specs = tuple(spec or None for spec in specs)
+    parameters = inspect.signature(zoo.model.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return (specs,)  # forward(*args): one spec for the tuple of inputs
+    return specs
 
 
 def parity_inputs(zoo: Zoo, row: Row) -> list[tuple]:
