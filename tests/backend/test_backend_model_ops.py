@@ -55,6 +55,8 @@ class Masks(torch.nn.Module):
             anded ^ positive,
             torch.logical_xor(x, m),
             torch.any(x, dim=2),  # any of a float tensor: nonzero
+            torch.ops.aten.where.ScalarSelf(m, 1.5, x),  # masked_fill can arrive in these forms
+            torch.ops.aten.where.ScalarOther(m, x, -2.0),
         )
 
 
