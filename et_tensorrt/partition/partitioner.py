@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import warnings
 from collections.abc import Iterable, Mapping
 
@@ -13,11 +15,11 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
-from ..errors import PartitionError, PlacementWarning
+from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from . import device_rules
 from .argument_limits import argument_refusal
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
-from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, user_spellings
+from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -65,6 +67,20 @@ def _symbolic_crossings(calls: list[Node], tags: dict[str, str]) -> dict[str, Re
     return crossings
 
 
+def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) -> dict[str, list[str]]:
+    """``torch_executed_ops`` entries that match no node of the report (by op or packet name) -> up to three
+    close op names of the program."""
+    ops = sorted({d.op for d in report.nodes})
+    seen = set(ops) | {packet_name(op) for op in ops}
+    out = {}
+    for entry in sorted(set(torch_executed_ops) - seen):
+        bare = entry.split(".")[1] if entry.count(".") >= 1 else entry
+        close = [op for op in ops if bare and bare in op.split(".")[1:2]]
+        close += [op for op in difflib.get_close_matches(entry, ops, n=3, cutoff=0.6) if op not in close]
+        out[entry] = close[:3]
+    return out
+
+
 class TensorRTPartitioner(Partitioner):
     """Delegates to ``EtTensorRTBackend`` the nodes that pass placement, cast, capability and user
     rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes.
@@ -82,6 +98,10 @@ class TensorRTPartitioner(Partitioner):
         compile_specs: Mapping[str, object] | None = None,
     ):
         super().__init__()
+        # ExecuTorch finds the backend by class name among BackendDetails subclasses: make sure it is defined
+        # for anyone who lowers with this partitioner (imported here, not at module level: backend imports
+        # partition.supported_ops).
+        importlib.import_module("et_tensorrt.backend")
         if min_block_size < 1:
             raise ValueError(f"min_block_size must be >= 1, got {min_block_size}")
         options = dict(compile_specs or {})
@@ -216,6 +236,14 @@ class TensorRTPartitioner(Partitioner):
                 f"partitioner that ignores placement would have absorbed it into the "
                 f"{report.engine_device} engine and dropped its recorded device",
                 PlacementWarning,
+                stacklevel=2,
+            )
+        for op, close in unmatched_ops(self.torch_executed_ops, report).items():
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            warnings.warn(
+                f"et_tensorrt: torch_executed_ops entry {op!r} matches no node of this program (the partitioner "
+                f"sees ops after ExecuTorch's decompositions){hint}",
+                UnmatchedOpWarning,
                 stacklevel=2,
             )
         if self.require_full_compilation and report.host_nodes:

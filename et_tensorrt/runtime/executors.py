@@ -13,26 +13,38 @@ device when CUDA is usable and on the host when it is not, with one log line say
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, read_blob
+from ..blob import DEVICE_CUDA, Blob, program_digest, read_blob
+from . import graph_program
 
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
+FALLBACK_POLICIES = ("pytorch", "error")
+# "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
+# that observe each executor call from Python, such as the GPU check's spy).
+INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
 
 # torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
 _LOAD_LOCK = threading.Lock()
 
 
 class PyTorchExecutor:
-    """Runs the partition's embedded ExportedProgram with PyTorch."""
+    """Runs the partition's embedded ExportedProgram with PyTorch.
+
+    Where the graph allows (aten operators, getitem, size arithmetic: every partition the partitioner makes
+    today), ``native`` is a C++ GraphInterpreter that the delegate calls without Python or the GIL;
+    otherwise ``run`` calls the lifted graph's generated code with the weights bound once.
+    """
 
     kind = "pytorch"
     writes_in_place = False
@@ -42,23 +54,31 @@ class PyTorchExecutor:
         self.reason = reason
         with _LOAD_LOCK:
             program = torch.export.load(io.BytesIO(blob.program))
-        module = program.module(check_guards=False)
-        # The placement plan has already checked every input against the blob's dim ranges. torch's own
-        # input check cannot: it tries to solve each size for its symbol and gives up on a computed size
-        # such as (s + 7) // 8, the input of an engine fed by another partition.
-        module.validate_inputs = False
-        _place_factories(module, device)
-        self._module = module.to(device)
+        _place_factories(program.graph_module, device)
+        lifted = graph_program.lifted_tensors(program, device)
+        self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
+        if os.environ.get(INTERPRETER_ENV, "1") != "0":
+            try:
+                self.native = graph_program.encode(program, lifted)
+                self.path = "C++ graph interpreter"
+            except graph_program.NotEncodable as e:
+                self.path = f"Python graph code ({e})"
+        # The Python path (also used when the delegate is driven without the native interpreter). No grad
+        # mode to enter: no lifted tensor requires grad, and the delegate's inputs never do.
+        self._forward = program.graph_module.forward
+        self._lifted = tuple(t for t in lifted if t is not None)
+        self._user_outputs = graph_program.user_output_positions(program)
+        if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
+            raise RuntimeError("the partition's program takes user inputs before its weights")
 
     def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
-        with torch.no_grad():
-            result = self._module(*inputs)
-        return list(result) if isinstance(result, (tuple, list)) else [result]
+        result = self._forward(*self._lifted, *inputs)
+        return [result[i] for i in self._user_outputs]
 
 
 def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:
     """The embedded program is the partition's host form (every device argument cpu: ONNX has no device);
-    ``Module.to`` moves its weights, this moves what its factory ops and casts create (``arange(...,
+    its weights are moved with the lifted tensors, this moves what its factory ops and casts create (``arange(...,
     device=cpu)``) to the execution device too. A partition holds no device-changing cast, so every device
     argument in it means "the engine's device"."""
     if device.type == "cpu":
@@ -73,36 +93,59 @@ def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None
 
 
 class TensorRTExecutor:
-    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream."""
+    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream.
+
+    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes are
+    set only when they change, outputs the delegate cannot share go to buffers reused while their shape stays
+    the same (the delegate copies them into ExecuTorch's memory right after, on the same stream), and the
+    device is switched only when the caller's current device is another.
+    """
 
     kind = "tensorrt"
     writes_in_place = True
+    path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
 
     def __init__(self, blob: Blob, device: torch.device, engine):
         self.device = device
         self.reason = ""
         self._engine = engine
         self._context = engine.create_execution_context()
-        self._inputs = [e.name for e in blob.inputs]
-        self._outputs = [e.name for e in blob.outputs]
-        self._dtypes = {e.name: _torch_dtype(e.dtype) for e in blob.outputs}
+        self._index = device.index or 0
+        self._input_names = [e.name for e in blob.inputs]
+        self._output_names = [e.name for e in blob.outputs]
+        self._output_dtypes = [_torch_dtype(e.dtype) for e in blob.outputs]
+        self._shapes: tuple | None = None  # the input shapes the context was last given
+        self._output_shapes: list[tuple] = []
+        self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
 
     def run(self, inputs, outputs):
-        with torch.cuda.device(self.device):
-            for name, t in zip(self._inputs, inputs):
-                self._context.set_input_shape(name, tuple(t.shape))
-                self._context.set_tensor_address(name, t.data_ptr())
-            results = []
-            for name, out in zip(self._outputs, outputs):
-                if out is None:  # not shareable: the delegate copies it into place afterwards
-                    shape = tuple(self._context.get_tensor_shape(name))
-                    out = torch.empty(shape, dtype=self._dtypes[name], device=self.device)
-                self._context.set_tensor_address(name, out.data_ptr())
-                results.append(out)
-            stream = torch.cuda.current_stream(self.device)
-            if not self._context.execute_async_v3(stream.cuda_stream):
-                raise RuntimeError("TensorRT execute_async_v3 failed")
-            return results
+        if torch.cuda.current_device() != self._index:
+            with torch.cuda.device(self._index):
+                return self._run(inputs, outputs)
+        return self._run(inputs, outputs)
+
+    def _run(self, inputs, outputs):
+        context = self._context
+        shapes = tuple(t.shape for t in inputs)
+        if shapes != self._shapes:
+            for name, shape in zip(self._input_names, shapes):
+                context.set_input_shape(name, tuple(shape))
+            self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
+            self._shapes = shapes
+        for name, t in zip(self._input_names, inputs):
+            context.set_tensor_address(name, t.data_ptr())
+        results = []
+        for i, (name, out) in enumerate(zip(self._output_names, outputs)):
+            if out is None:  # not shareable: a reused buffer, copied into place by the delegate right after
+                out = self._output_buffers[i]
+                if out is None or tuple(out.shape) != self._output_shapes[i]:
+                    out = torch.empty(self._output_shapes[i], dtype=self._output_dtypes[i], device=self.device)
+                    self._output_buffers[i] = out
+            context.set_tensor_address(name, out.data_ptr())
+            results.append(out)
+        if not context.execute_async_v3(torch.cuda.current_stream(self._index).cuda_stream):
+            raise RuntimeError("TensorRT execute_async_v3 failed")
+        return results
 
 
 def _torch_dtype(code: int) -> torch.dtype:
@@ -135,13 +178,78 @@ def _deserialize(blob: Blob, device: torch.device):
     return engine, ""
 
 
+def fallback_policy() -> str:
+    """``ET_TENSORRT_FALLBACK``: ``pytorch`` (unset or empty) or ``error``; any other value is refused."""
+    raw = os.environ.get(FALLBACK_ENV, "")
+    value = raw.strip().lower() or "pytorch"
+    if value not in FALLBACK_POLICIES:
+        raise ValueError(f"{FALLBACK_ENV}={raw!r} is not one of {', '.join(FALLBACK_POLICIES)}")
+    return value
+
+
+@dataclass
+class DelegateCall:
+    """One delegate call seen by :func:`record_calls`, with host copies of what went in and came out."""
+
+    partition: str  # et_tensorrt.blob.program_digest of the partition's program
+    executor: str  # "tensorrt" or "pytorch"
+    reason: str  # why not TensorRT ("" when TensorRT ran)
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
+
+
+_recorders: list[list[DelegateCall]] = []  # the active record_calls() lists
+
+
+@contextlib.contextmanager
+def record_calls():
+    """Collects every call of a delegate initialized while active (``et-tensorrt check`` reads which executor
+    ran each partition, and on which inputs). Costs a host copy of every input and output."""
+    calls: list[DelegateCall] = []
+    _recorders.append(calls)
+    try:
+        yield calls
+    finally:
+        _recorders.remove(calls)
+
+
+class _Recorded:
+    """An executor whose calls are appended to the record_calls() lists active when it was made."""
+
+    native = None  # every call goes through run() below, so it can be recorded
+
+    def __init__(self, executor, partition: str, lists: list[list[DelegateCall]]):
+        self._executor, self._partition, self._lists = executor, partition, lists
+        self.path = f"{getattr(executor, 'path', executor.kind)}, recorded through Python"
+
+    def __getattr__(self, name):  # device, kind, writes_in_place, reason: the C++ handle reads them
+        return getattr(self._executor, name)
+
+    def run(self, inputs, outputs):
+        results = self._executor.run(inputs, outputs)
+        call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
+                            [t.detach().to("cpu", copy=True) for t in inputs],
+                            [t.detach().to("cpu", copy=True) for t in results])
+        for calls in self._lists:
+            calls.append(call)
+        return results
+
+
 def create_executor(blob_bytes) -> PyTorchExecutor | TensorRTExecutor:
+    policy = fallback_policy()  # a bad value is refused before anything is loaded
     blob = read_blob(blob_bytes)
+    executor = _create_executor(blob, policy)
+    if _recorders:
+        return _Recorded(executor, program_digest(blob.program), list(_recorders))
+    return executor
+
+
+def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecutor:
     device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
     engine, reason = _deserialize(blob, device)
     if engine is not None:
         return TensorRTExecutor(blob, device, engine)
-    if os.environ.get(FALLBACK_ENV, "pytorch").lower() == "error":
+    if policy == "error":
         raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
                            "the PyTorch fallback (unset it to allow)")
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -120,6 +120,8 @@ const char* placement_name(Placement p) {
     case Placement::CopyLayout: return "copy layout";
     case Placement::CopyResult: return "copy result";
     case Placement::Reject: return "reject";
+    case Placement::CopyIntoPlanned: return "copy planned";
+    case Placement::CopyOut: return "copy out";
   }
   return "?";
 }
