@@ -57,6 +57,7 @@ def lower(
 
     from .backend import EtTensorRTBackend  # noqa: F401  (ExecuTorch finds preprocess by class name)
     from .partition import TensorRTPartitioner
+    from .partition.constant_masks import fold_constant_masks
 
     partitioner_options, build = _split_options(options, build_options)
     partitioner = TensorRTPartitioner(**partitioner_options, compile_specs=build.to_specs())
@@ -64,7 +65,7 @@ def lower(
         program = model
     else:
         program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
-    edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
+    edge = to_edge_transform_and_lower(fold_constant_masks(program), partitioner=[partitioner])
     config = ExecutorchBackendConfig(
         memory_planning_pass=MemoryPlanningPass(
             alloc_graph_input=not zero_copy_inputs, alloc_graph_output=not zero_copy_outputs

@@ -141,8 +141,9 @@ def _data_dependent(val) -> bool:
 
 def _index_limit(node) -> str | None:
     if any(_is_mask(i) for i in node.args[1] if i is not None):
-        return ("a boolean-mask index selects a data-dependent number of elements (TensorRT-RTX has no "
-                "NonZero); index with integer tensors, or use torch.where")
+        return ("a boolean-mask index computed from the inputs selects a data-dependent number of elements "
+                "(TensorRT-RTX has no NonZero; a constant mask is delegated); index with integer tensors, "
+                "or use torch.where")
     if _data_dependent(node.meta.get("val")):
         return "its output size depends on the data"
     return None

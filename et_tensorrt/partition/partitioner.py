@@ -288,7 +288,7 @@ def explain(exported_program, **partitioner_options) -> PartitionReport:
     """Report what ``et_tensorrt.lower(exported_program, **partitioner_options)`` will delegate, node by node.
 
     An edge program (``to_edge``'s output) is analyzed as it is. Any other program first goes through
-    what lowering does before partitioning: ``to_edge_transform_and_lower`` with this partitioner, so
+    what lowering does before partitioning: ``constant_masks.fold_constant_masks``, then ``to_edge_transform_and_lower`` with this partitioner, so
     ExecuTorch's default decompositions (minus the ops the partitioner keeps whole, see
     ``ops_to_not_decompose``) and the edge passes, and the report names the edge nodes ``lower`` sees.
     The caller's program is not modified. Nothing is tagged or built, ``require_full_compilation`` does not
@@ -300,7 +300,9 @@ def explain(exported_program, **partitioner_options) -> PartitionReport:
         return partitioner.analyze(exported_program)
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
+    from .constant_masks import fold_constant_masks
+
     to_edge_transform_and_lower(
-        exported_program, partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
+        fold_constant_masks(exported_program), partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
     )
     return partitioner.report

@@ -79,6 +79,38 @@ def test_advanced_indexing_with_integer_tensors_and_negative_indices():
     _lowers_whole_and_matches(Indexing(), (x, torch.tensor([3, 0]), torch.tensor([-1, 0, 2])))
 
 
+class ConstantMasks(torch.nn.Module):
+    """Boolean masks known when lowering (a buffer, a literal, a 2-D mask): static output shapes."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keep", torch.tensor([True, False, True, True, False]))
+        self.register_buffer("grid", torch.tensor([[True, False, False], [False, True, True]]))
+
+    def forward(self, x, rows):
+        literal = torch.tensor([False, True, True])
+        return (
+            x[:, :, self.keep] * 2,  # after two dims
+            x[self.grid] + 1,  # a 2-D mask over dims 0 and 1
+            x[rows][:, literal],  # next to integer indexing
+        )
+
+
+def test_constant_boolean_masks_are_integer_indices():
+    from et_tensorrt.partition.constant_masks import fold_constant_masks
+
+    args = (torch.randn(2, 3, 5), torch.tensor([1, 0, 1]))
+    program = torch.export.export(ConstantMasks(), args)
+    folded = fold_constant_masks(program)
+    assert folded is not program and not program.range_constraints.keys() <= folded.range_constraints.keys()
+    outputs = [n.meta["val"] for n in folded.graph.output_node().args[0]]
+    assert [tuple(o.shape) for o in outputs] == [(2, 3, 3), (3, 5), (3, 2, 5)]  # static sizes, no u0
+    assert sum(1 for n in program.graph.nodes if "mask_positions" in n.name) == 0  # the caller's is untouched
+    report = et_tensorrt.explain(program, min_block_size=1)
+    _lowers_whole_and_matches(ConstantMasks(), args)
+    assert report.partitions.keys() == et_tensorrt.lower.last_report.partitions.keys()
+
+
 class IndexPut(torch.nn.Module):
     def forward(self, x, rows, values, mask, scale):
         return (

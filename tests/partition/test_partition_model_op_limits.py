@@ -35,8 +35,9 @@ class BooleanIndex(torch.nn.Module):
 def test_a_boolean_mask_index_is_refused_integer_indices_are_delegated():
     refused = _refused(BooleanIndex(), (torch.randn(3, 4), torch.rand(3, 4) > 0.5))
     assert refused["aten_index_tensor"] == (
-        "unsupported-args (aten.index.Tensor: a boolean-mask index selects a data-dependent number of elements "
-        "(TensorRT-RTX has no NonZero); index with integer tensors, or use torch.where)"
+        "unsupported-args (aten.index.Tensor: a boolean-mask index computed from the inputs selects a "
+        "data-dependent number of elements (TensorRT-RTX has no NonZero; a constant mask is delegated); index "
+        "with integer tensors, or use torch.where)"
     )
     assert "aten_index_tensor_1" not in refused
 
