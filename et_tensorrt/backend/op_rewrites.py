@@ -30,6 +30,14 @@ from et_tensorrt.partition.argument_limits import (
 
 aten = torch.ops.aten
 
+# Every target the rewrites below write (beyond the plain poolings of ``ADAPTIVE_POOLING``): the embedded
+# program's safe loader allows them (et_tensorrt/embedded_program/allowed_ops.py). A new rewrite adds its own.
+TARGETS = (
+    "aten._to_copy.default", "aten.add.Scalar", "aten.add.Tensor", "aten.arange.default", "aten.eq.Tensor",
+    "aten.expand.default", "aten.lt.Scalar", "aten.matmul.default", "aten.mm.default", "aten.mul.Scalar",
+    "aten.reshape.default", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.where.self", "aten.zeros_like.default",
+)
+
 
 class Rewriter:
     """Emits nodes (with ``meta["val"]``) before a node of an aten graph, and constants it lifts."""

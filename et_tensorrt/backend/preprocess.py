@@ -1,17 +1,17 @@
 """``EtTensorRTBackend``: ExecuTorch's AOT hook that turns one partition into a delegate blob.
 
 edge partition -> aten ExportedProgram -> ONNX (in memory) -> [onnxruntime validation] -> TensorRT engine
-(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program.
+(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program
+(GRAPH: torch.export's JSON, WEIGHTS: raw tensors; nothing pickled, see et_tensorrt.embedded_program).
 
 When TensorRT refuses the partition and ``pass_through_build_failures`` is off, the blob carries no ENGINE
-section and the runtime runs the embedded PROGRAM with PyTorch (ExecuTorch cannot un-delegate after
+section and the runtime runs the embedded program with PyTorch (ExecuTorch cannot un-delegate after
 preprocess); a warning names the op.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
 import logging
 import time
@@ -30,6 +30,7 @@ from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_n
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
+from et_tensorrt.embedded_program import serialize_program
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
@@ -63,12 +64,6 @@ def record_exports():
         yield exports
     finally:
         _recorders.remove(exports)
-
-
-def _program_bytes(ep: ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    torch.export.save(ep, buf)
-    return buf.getvalue()
 
 
 def _io_entries(export) -> list:
@@ -127,7 +122,6 @@ class EtTensorRTBackend(BackendDetails):
         # ONNX, validation and the embedded program use one device, the host (see on_host); the blob's I/O
         # table keeps the devices the program recorded.
         aten_ep = on_host(recorded)
-        program = _program_bytes(aten_ep)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -141,8 +135,6 @@ class EtTensorRTBackend(BackendDetails):
         export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
         _record_devices(export, recorded)
         onnx_s = time.perf_counter() - t0
-        for exports in _recorders:
-            exports[blob_mod.program_digest(program)] = PartitionExport(label, build, export)
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
         if export.picked_max:
             logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
@@ -176,6 +168,9 @@ class EtTensorRTBackend(BackendDetails):
             metadata["fallback_reason"] = str(exc)
             logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
 
+        # The embedded program (checked by the runtime's own safe-loader checks; after the build, so a
+        # TensorRT refusal is what a partition of an unsupported op reports).
+        graph, weights = serialize_program(aten_ep)
         io_entries = _io_entries(export)
         if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
             io_entries = [
@@ -183,13 +178,16 @@ class EtTensorRTBackend(BackendDetails):
                 for e, info in zip(io_entries, export.inputs + export.outputs)
             ]
         data = blob_mod.write_blob(
-            blob_mod.Blob(
-                io=io_entries,
-                program=program,
-                engine=engine,
-                metadata=metadata,
-                exec_device_type=exec_type,
-                exec_device_index=exec_index,
-            )
+            io_entries,
+            engine=engine,
+            graph=graph,
+            weights=weights,
+            metadata=metadata,
+            exec_device_type=exec_type,
+            exec_device_index=exec_index,
         )
+        if _recorders:
+            digest = blob_mod.program_digest(blob_mod.read_blob(data))
+            for exports in _recorders:
+                exports[digest] = PartitionExport(label, build, export)
         return PreprocessResult(processed_bytes=data)

@@ -32,7 +32,16 @@ is named in a ``PlacementWarning``. Delegate output metadata is the graph's own 
 the partitioner never rewrites it.
 """
 
-from .partitioner import TensorRTPartitioner, explain
 from .report import PartitionReport, Reason, ReasonCode
 
 __all__ = ["TensorRTPartitioner", "PartitionReport", "Reason", "ReasonCode", "explain"]
+
+
+def __getattr__(name: str):
+    # Imported on first use: the runtime's safe loader reads this package's op table and must not pull in
+    # executorch.exir (the partitioner's base class, and explain's lowering path) with it.
+    if name in ("TensorRTPartitioner", "explain"):
+        from . import partitioner
+
+        return getattr(partitioner, name)
+    raise AttributeError(f"module 'et_tensorrt.partition' has no attribute {name!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import warnings
 from collections.abc import Iterable, Mapping
 
@@ -14,6 +13,8 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+# ExecuTorch finds a backend by BACKEND_ID among BackendDetails' subclasses: importing preprocess registers it.
+from ..backend.preprocess import EtTensorRTBackend  # noqa: F401
 from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from . import device_rules
@@ -98,10 +99,6 @@ class TensorRTPartitioner(Partitioner):
         compile_specs: Mapping[str, object] | None = None,
     ):
         super().__init__()
-        # ExecuTorch finds the backend by class name among BackendDetails subclasses: make sure it is defined
-        # for anyone who lowers with this partitioner (imported here, not at module level: backend imports
-        # partition.supported_ops).
-        importlib.import_module("et_tensorrt.backend")
         if min_block_size < 1:
             raise ValueError(f"min_block_size must be >= 1, got {min_block_size}")
         options = dict(compile_specs or {})
