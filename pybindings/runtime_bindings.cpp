@@ -2,11 +2,14 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
 #include "../extension/runtime/blob_reader.h"
 #include "../extension/runtime/blob_to_python.h"
 #include "../extension/runtime/delegate_handle.h"
+#include "../extension/runtime/executor_choice.h"
 #include "../extension/runtime/placement_plan.h"
 #include "../extension/runtime/plan_recorder.h"
 #include "../extension/runtime/pointer_residence.h"
@@ -62,6 +65,8 @@ void bind_runtime(py::module_& m) {
                                                             "Per call: share, copy or reject each input and output.")
       .def_readonly("executor", &PlacementPlan::executor)
       .def_readonly("executor_detail", &PlacementPlan::executor_detail)
+      .def_readonly("executor_reason", &PlacementPlan::executor_reason,
+                    "Why not TensorRT, and why not the recorded GPU; empty when TensorRT runs.")
       .def_property_readonly("execution_device",
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
@@ -100,6 +105,31 @@ void bind_runtime(py::module_& m) {
         return executorch_to_torch_dtype(static_cast<EtScalarType>(code));
       },
       py::arg("code"), "ExecuTorch ScalarType code -> torch dtype (raises UnsupportedDtypeError).");
+
+  m.def(
+      "fallback_policy", []() { return std::string(fallback_policy_name(fallback_policy())); },
+      "ET_TENSORRT_FALLBACK as the delegate reads it: 'pytorch' or 'error' (ValueError for any other value).");
+  m.def("cuda_device_count", &cuda_device_count, "CUDA devices the delegate sees (0 with a CPU-only torch).");
+  m.def(
+      "create_executor",
+      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices) {
+        // The delegate's own choice, for drivers without a .pte (fuzzers, tests that fake a GPU).
+        py::buffer_info info;
+        const std::string_view bytes = bytes_view(blob_bytes, info);
+        const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
+        ExecutorChoice choice;
+        py::object executor = create_executor(blob, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                              cuda_devices.value_or(cuda_device_count()), choice);
+        py::dict out;
+        out["executor"] = choice.executor;
+        out["device"] = executorch_to_torch_device(choice.device);
+        out["recorded_device"] = executorch_to_torch_device(choice.recorded_device);
+        out["reason"] = choice.reason;
+        return py::make_tuple(executor, out);
+      },
+      py::arg("blob"), py::arg("cuda_devices") = py::none(),
+      "The executor the delegate would build for this blob and its choice (executor, device, recorded_device, "
+      "reason). `cuda_devices` overrides the CUDA device count the choice is made with.");
 
   m.def(
       "plan_placement",

@@ -5,11 +5,13 @@ tensors already on ``executor.device`` (shared caller memory or its own staging 
 outputs it could share, views of the caller's output memory. The executor computes and returns one
 tensor per output; the delegate copies any result that is not already in the caller's memory.
 
-Choice of executor: TensorRT where it can run (a CUDA device, a TensorRT runtime, and an engine that
-deserializes for this GPU without host code, see engine_loading); otherwise the partition's embedded
-program with PyTorch, on the execution device when CUDA is usable and on the host when it is not, with
-one log line saying why. ``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded
-program is loaded by the safe loader (et_tensorrt.embedded_program): no pickle, no eval.
+Choice of executor: made once per delegate by the C++ delegate (extension/runtime/executor_choice.cpp) and
+recorded in every placement plan (``executor``, ``execution_device``, ``executor_reason``). It asks
+:func:`tensorrt_executor` only when the blob has an engine for a CUDA device this process has; otherwise, or
+when the engine does not deserialize here (no TensorRT runtime, another GPU, host code, see engine_loading),
+it builds :func:`pytorch_executor` on the recorded GPU if present, else on the host, and the reason says so.
+``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded program is loaded by the safe
+loader (et_tensorrt.embedded_program): no pickle, no eval.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from . import graph_program
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
-FALLBACK_POLICIES = ("pytorch", "error")
 # "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
 # that observe each executor call from Python, such as the GPU check's spy).
 INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
@@ -162,7 +163,7 @@ def _deserialize(blob: Blob, device: torch.device):
         return None, "the engine is weight-stripped (REFIT_MAP) and this build cannot refit it"
     if blob.exec_device_type != DEVICE_CUDA:
         return None, "the partition's execution device is the host"
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
         return None, "no CUDA device is available"
     try:
         from .. import trt
@@ -181,12 +182,11 @@ def _deserialize(blob: Blob, device: torch.device):
 
 
 def fallback_policy() -> str:
-    """``ET_TENSORRT_FALLBACK``: ``pytorch`` (unset or empty) or ``error``; any other value is refused."""
-    raw = os.environ.get(FALLBACK_ENV, "")
-    value = raw.strip().lower() or "pytorch"
-    if value not in FALLBACK_POLICIES:
-        raise ValueError(f"{FALLBACK_ENV}={raw!r} is not one of {', '.join(FALLBACK_POLICIES)}")
-    return value
+    """``ET_TENSORRT_FALLBACK`` as the delegate reads it: ``pytorch`` (unset or empty) or ``error``; any other
+    value is a ValueError."""
+    from .. import _C
+
+    return _C.fallback_policy()
 
 
 @dataclass
@@ -237,29 +237,34 @@ class _Recorded:
         return results
 
 
-def create_executor(parsed: dict) -> PyTorchExecutor | TensorRTExecutor:
-    """The executor for one partition, from the blob the C++ delegate already parsed (``parsed`` is
-    ``blob_to_python``'s dict: its payloads are views of the delegate's copy, valid during this call)."""
-    policy = fallback_policy()  # a bad value is refused before anything is loaded
-    blob = Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
-    executor = _create_executor(blob, policy)
-    if _recorders:
-        return _Recorded(executor, program_digest(blob), list(_recorders))
-    return executor
+def _blob(parsed: dict) -> Blob:
+    """The blob the C++ delegate parsed (``blob_to_python``'s dict: payloads are views of the delegate's copy,
+    valid during the call that hands it over)."""
+    return Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
 
 
-def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecutor:
-    device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
+def _recorded(executor, blob: Blob):
+    return _Recorded(executor, program_digest(blob), list(_recorders)) if _recorders else executor
+
+
+def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | str:
+    """The TensorRT executor on ``device``, or why the engine does not load here (a string)."""
+    blob = _blob(parsed)
     engine, reason = _deserialize(blob, device)
-    if engine is not None:
-        return TensorRTExecutor(blob, device, engine)
-    if not blob.has_program:
-        raise RuntimeError(f"TensorRT cannot execute this partition here ({reason}) and its blob carries no "
-                           "program to run instead (an engine-only blob): run it where its engine does")
-    if policy == "error":
-        raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
-                           "the PyTorch fallback (unset it to allow)")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        device = torch.device("cpu")
+    return reason if engine is None else _recorded(TensorRTExecutor(blob, device, engine), blob)
+
+
+def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorchExecutor:
+    """The partition's embedded program with PyTorch on ``device`` (chosen by the delegate), ``reason`` saying
+    why not TensorRT."""
+    blob = _blob(parsed)
     log.warning("et_tensorrt: partition runs with PyTorch on %s: %s", device, reason)
-    return PyTorchExecutor(blob, device, reason)
+    return _recorded(PyTorchExecutor(blob, device, reason), blob)
+
+
+def create_executor(blob, cuda_devices: int | None = None):
+    """The executor the C++ delegate builds for ``blob`` (bytes), with its choice (a dict: executor, device,
+    recorded_device, reason). ``cuda_devices`` fakes the CUDA device count (tests, fuzzers)."""
+    from .. import _C
+
+    return _C.create_executor(blob, cuda_devices)

@@ -9,9 +9,10 @@
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
-#include "blob_to_python.h"
+#include "executor_choice.h"
 #include "plan_recorder.h"
 #include "pointer_residence.h"
+#include "python_error.h"
 
 namespace py = pybind11;
 using executorch::runtime::EValue;
@@ -20,27 +21,6 @@ namespace et_tensorrt {
 namespace {
 
 thread_local std::string t_last_error;
-
-// "Type: message" of a Python exception, without pybind11's traceback: the one line a user reads.
-std::runtime_error python_error(const py::error_already_set& e) {
-  std::string type = "Exception", what;
-  try {
-    type = py::str(e.type().attr("__name__")).cast<std::string>();
-    what = py::str(e.value()).cast<std::string>();
-  } catch (...) {
-    what = e.what();
-  }
-  return std::runtime_error(type + ": " + what);
-}
-
-// Releases the section views handed to the executor (see the constructor).
-void release_views(const py::dict& parsed) {
-  for (const auto& item : parsed) {
-    if (PyMemoryView_Check(item.second.ptr())) {
-      item.second.attr("release")();  // BufferError if the executor still exports it: a bug, reported
-    }
-  }
-}
 
 } // namespace
 
@@ -65,24 +45,12 @@ DelegateHandle::DelegateHandle(const void* blob, size_t size)
     : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),
       blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
   py::gil_scoped_acquire gil;
-  py::object create = py::module_::import("et_tensorrt.runtime.executors").attr("create_executor");
-  // The executor gets the blob already parsed: its sections as views of bytes_. It copies what it keeps
-  // (engine deserialized, weights into tensors), so the views are released once it is built; a view it
-  // kept anyway would then raise rather than read freed memory after this handle is gone.
-  py::dict parsed = blob_to_python(
-      blob_, bytes_.data(), py::memoryview::from_memory(bytes_.data(), static_cast<py::ssize_t>(bytes_.size())));
   try {
-    executor_ = create(parsed);
+    executor_ = create_executor(blob_, bytes_.data(), bytes_.size(), cuda_device_count(), choice_);
   } catch (const py::error_already_set& e) {
-    release_views(parsed);
-    throw python_error(e);
-  } catch (...) {
-    release_views(parsed);
-    throw;
+    throw python_error(e);  // ExecuTorch's init failure carries one line, not a traceback
   }
-  release_views(parsed);
-  execution_device_ = torch_to_executorch_device(executor_.attr("device").cast<c10::Device>());
-  executor_kind_ = executor_.attr("kind").cast<std::string>();
+  execution_device_ = choice_.device;
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
@@ -157,8 +125,9 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
     (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
   auto plan = std::make_shared<PlacementPlan>(
-      plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
+      plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor, writes_in_place_));
   plan->executor_detail = executor_detail_;
+  plan->executor_reason = choice_.reason;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());

@@ -1,9 +1,10 @@
 // Per-call binding for one delegate (one partition): reads the ExecuTorch descriptors of its
 // arguments, computes the placement plan, moves data where the plan says, and runs the executor.
 //
-// The executor is chosen and built in Python (et_tensorrt.runtime.executors): TensorRT through its Python
-// API where it can run (each call then takes the GIL), otherwise the partition's exported program with
-// PyTorch — through a C++ GraphInterpreter (no Python, no GIL per call) where the graph allows. This class owns the
+// The executor is chosen at init (executor_choice.h, recorded in every plan) and built by
+// et_tensorrt.runtime.executors: TensorRT through its Python API where it can run (each call then takes the
+// GIL), otherwise the partition's exported program with PyTorch — through a C++ GraphInterpreter (no Python,
+// no GIL per call) where the graph allows. This class owns the
 // blob bytes, the executor and the staging buffers (reused across calls while shapes stay the same).
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <executorch/runtime/core/span.h>
 
 #include "blob_reader.h"
+#include "executor_choice.h"
 #include "graph_interpreter.h"
 #include "placement_plan.h"
 
@@ -59,7 +61,7 @@ class DelegateHandle {
   std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
   c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
-  std::string executor_kind_;
+  ExecutorChoice choice_;  // which executor, where, why (copied into every plan)
   std::string executor_detail_;
   bool writes_in_place_ = false;
   std::vector<at::Tensor> input_staging_, output_staging_;

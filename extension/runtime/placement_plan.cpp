@@ -165,6 +165,7 @@ std::string PlacementPlan::repr() const {
   std::ostringstream out;
   out << "PlacementPlan(executor=" << executor << ", device=" << device_str(execution_device)
       << ", bytes_copied=" << bytes_copied() << ")";
+  if (!executor_reason.empty()) out << "\n  executor: " << executor_reason;
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
       out << "\n  " << (p.role == IoRole::Input ? "input  " : "output ") << p.index << ": " << placement_name(p.action)

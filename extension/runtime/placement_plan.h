@@ -59,6 +59,7 @@ struct PlacementPlan {
   EtDevice execution_device{EtDeviceType::CPU, 0};
   std::string executor;         // "tensorrt" or "pytorch"
   std::string executor_detail;  // how it runs: "C++ graph interpreter", "Python graph code (why)", ...
+  std::string executor_reason;  // why not TensorRT (and why not the recorded GPU); empty when TensorRT runs
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
   // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,

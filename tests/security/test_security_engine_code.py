@@ -113,7 +113,7 @@ def test_the_delegate_refuses_at_init_rather_than_falling_back(monkeypatch):
     monkeypatch.setattr(trt, "module", lambda: FakeTrt)
     monkeypatch.setattr(engine_loading, "make_logger", lambda trt: FakeLogger())
     with pytest.raises(EngineRefusedError, match="needs host code"):
-        executors.create_executor(_C.parse_blob(blob))
+        executors.create_executor(blob, cuda_devices=1)
 
 
 def test_tensorrt_rtx_has_the_switches_the_loader_sets():
@@ -134,7 +134,7 @@ def test_an_engine_only_blob_fails_init_with_the_reason_where_its_engine_cannot_
 
     engine_only = B.write_blob(F.IO, engine=PLAIN_ENGINE, exec_device_type=1)
     with pytest.raises(RuntimeError, match=r"no CUDA device.*engine-only"):
-        executors.create_executor(_C.parse_blob(engine_only))
+        executors.create_executor(engine_only)
 
 
 def test_a_weight_stripped_engine_is_never_run_by_this_build(monkeypatch):
