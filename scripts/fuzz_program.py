@@ -156,7 +156,7 @@ EXPR_TOKENS = [
 def seed_blobs(artifacts: Path, models: str) -> list[tuple[str, bytes]]:
     """(name, blob) for every seed program's delegate, as format 2 and as format 1."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    sys.path.insert(0, str(ROOT / "tests" / "security"))
+    sys.path.insert(0, str(ROOT / "tests"))
     import crafted
     from fuzz_pte import build_seeds
 
@@ -483,7 +483,7 @@ def parent(args) -> int:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT / "scripts"))
-    sys.path.insert(0, str(ROOT / "tests" / "security"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from fuzz_children import add_child_arguments
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

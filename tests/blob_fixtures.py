@@ -208,3 +208,15 @@ def write_fixture_files(directory) -> list[Path]:
         path.write_bytes(data)
         paths.append(path)
     return paths
+
+
+def corrupt_delegate_magic(pte: bytes, which: int = 0) -> bytes:
+    """The same program with the magic of its ``which``-th delegate blob overwritten (``ETRT`` -> ``XTRT``)."""
+    from et_tensorrt.inspection import delegate_blobs
+
+    blobs = delegate_blobs(pte)
+    assert blobs, "no delegate blob inside this program"
+    at = pte.index(blobs[which])
+    data = bytearray(pte)
+    data[at] = ord("X")
+    return bytes(data)

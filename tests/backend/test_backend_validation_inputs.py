@@ -7,6 +7,8 @@ import torch
 
 import et_tensorrt
 import et_tensorrt.inspection
+from et_tensorrt.parity import ASSERT_CLOSE_FP32
+from et_tensorrt.testing import Tester
 
 
 class FloorDivide(torch.nn.Module):
@@ -25,10 +27,8 @@ class ShiftedIndex(torch.nn.Module):
 
 
 def _lower_validated(model, args):
-    pte = et_tensorrt.lower(model, args, min_block_size=1, validate=True)
-    assert et_tensorrt.lower.last_report.host_nodes == {}
-    for got, want in zip(et_tensorrt.Runner(pte).run(list(args)), model(*args)):
-        torch.testing.assert_close(got, want)
+    tester = Tester(model, args).lower(min_block_size=1, validate=True).check_delegated_all()
+    tester.run_runner().check_parity(tolerances=ASSERT_CLOSE_FP32)
 
 
 def test_integer_division_is_validated_with_nonzero_divisors_of_both_signs():

@@ -24,9 +24,9 @@ from et_tensorrt.errors import (
     UnsupportedDtypeError,
 )
 
+import blob_fixtures as F
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-import blob_fixtures as F  # noqa: E402
 
 
 def valid_call_succeeds():

@@ -9,19 +9,16 @@ an engine is matched by keywords; only a GPU run with a version-compatible engin
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import blob_fixtures as F  # noqa: E402
+import blob_fixtures as F
 
-from et_tensorrt import _C  # noqa: E402
-from et_tensorrt.errors import EngineRefusedError  # noqa: E402
-from et_tensorrt.runtime import engine_loading  # noqa: E402
+from et_tensorrt import _C
+from et_tensorrt.errors import EngineRefusedError
+from et_tensorrt.runtime import engine_loading
 
 HOST_CODE_ENGINE = b"vtrt-with-lean-runtime"
 PLAIN_ENGINE = b"vtrt-plain"
