@@ -24,6 +24,11 @@ REQUIRED_SECTIONS = (SECTION_IO_TABLE, SECTION_PROGRAM)
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
+# A size argument: ExecuTorch passes an integer (a SymInt the partition reads), not a tensor. dtype int64,
+# device cpu, rank 1: dims[0] is the range of its value. Name: the engine's 0-d int64 input, or "" when the
+# engine computes the size from its tensor inputs' shapes (then nothing is bound).
+ROLE_SIZE = 2
+_ROLES = (ROLE_INPUT, ROLE_OUTPUT, ROLE_SIZE)
 
 DEVICE_CPU = 0
 DEVICE_CUDA = 1
@@ -87,12 +92,16 @@ class DimRange:
 
 @dataclass(frozen=True)
 class IOEntry:
-    role: int  # ROLE_INPUT / ROLE_OUTPUT
+    role: int  # ROLE_INPUT / ROLE_OUTPUT / ROLE_SIZE
     name: str
     dtype: int  # ExecuTorch ScalarType code
     dims: tuple[DimRange, ...]
     device_type: int = DEVICE_CPU
     device_index: int = 0
+
+    @property
+    def is_size(self) -> bool:
+        return self.role == ROLE_SIZE
 
     @property
     def device(self) -> str:
@@ -112,7 +121,8 @@ class Blob:
 
     @property
     def inputs(self) -> list[IOEntry]:
-        return [e for e in self.io if e.role == ROLE_INPUT]
+        """The delegate's arguments in order: tensors and sizes."""
+        return [e for e in self.io if e.role in (ROLE_INPUT, ROLE_SIZE)]
 
     @property
     def outputs(self) -> list[IOEntry]:
@@ -125,8 +135,11 @@ class Blob:
 def encode_io_table(entries: list[IOEntry]) -> bytes:
     parts = [struct.pack("<I", len(entries))]
     for e in entries:
-        if e.role not in (ROLE_INPUT, ROLE_OUTPUT):
+        if e.role not in _ROLES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown role {e.role}")
+        if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != SCALAR_TYPES["int64"]):
+            raise BlobFormatError(f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
+                                  "(its value range) and dtype int64")
         if e.device_type not in _DEVICE_NAMES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown device type {e.device_type}")
         if len(e.dims) > MAX_RANK:
@@ -192,8 +205,11 @@ def _decode_io_table(payload: bytes) -> list[IOEntry]:
             raise BlobFormatError(f"IO_TABLE ends early in entry {i} of {count}")
         role, dtype, dev_type, dev_index, name_len, rank = _ENTRY_FIXED.unpack_from(payload, pos)
         pos += _ENTRY_FIXED.size
-        if role not in (ROLE_INPUT, ROLE_OUTPUT):
+        if role not in _ROLES:
             raise BlobFormatError(f"IO_TABLE entry {i}: unknown role {role}")
+        if role == ROLE_SIZE and (rank != 1 or dtype != SCALAR_TYPES["int64"]):
+            raise BlobFormatError(f"IO_TABLE entry {i}: a size entry has rank {rank}, dtype {dtype}; it needs rank 1 "
+                                  "(its value range) and dtype int64")
         if dev_type not in _DEVICE_NAMES:
             raise BlobFormatError(f"IO_TABLE entry {i}: unknown device type {dev_type}")
         if rank > MAX_RANK:

@@ -49,14 +49,37 @@ class PyTorchExecutor:
         module.validate_inputs = False
         self._module = module.to(device)
 
-    def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence, outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+        """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
         with torch.no_grad():
             result = self._module(*inputs)
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
+def choose_profile(profiles: list[list], arguments: Sequence) -> int | None:
+    """The first optimization profile whose ranges hold every argument, or None.
+
+    ``profiles[p][i]``: for engine input i, a list of (min, max) per dim, or for a size input the one (min, max)
+    of its value; ``arguments[i]``: the tensor's shape or the size's value."""
+    for index, ranges in enumerate(profiles):
+        fits = True
+        for limits, argument in zip(ranges, arguments):
+            values = [argument] if isinstance(argument, int) else list(argument)
+            if len(values) != len(limits) or any(not lo <= v <= hi for v, (lo, hi) in zip(values, limits)):
+                fits = False
+                break
+        if fits:
+            return index
+    return None
+
+
 class TensorRTExecutor:
-    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream."""
+    """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream.
+
+    Size arguments: a size the engine computes from its inputs' shapes (unnamed in the blob) is not bound; a
+    named one is a 0-d int64 input, read from host memory when TensorRT needs its value to infer shapes (a
+    shape input), else from device memory. With several optimization profiles the first one holding every
+    argument is selected."""
 
     kind = "tensorrt"
     writes_in_place = True
@@ -66,15 +89,52 @@ class TensorRTExecutor:
         self.reason = ""
         self._engine = engine
         self._context = engine.create_execution_context()
-        self._inputs = [e.name for e in blob.inputs]
+        self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
         self._outputs = [e.name for e in blob.outputs]
         self._dtypes = {e.name: _torch_dtype(e.dtype) for e in blob.outputs}
+        self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]
+        self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
+        self._size_memory = {
+            e.name: torch.zeros((), dtype=torch.int64, device="cpu" if e.name in self._shape_inputs else device)
+            for _, e in self._bound if e.is_size
+        }
+        self._profiles = self._profile_ranges() if engine.num_optimization_profiles > 1 else []
+        self._profile = 0
+
+    def _profile_ranges(self) -> list[list]:
+        ranges = []
+        for p in range(self._engine.num_optimization_profiles):
+            row = []
+            for _, e in self._bound:
+                if e.name in self._shape_inputs:
+                    lo, _, hi = self._engine.get_tensor_profile_values(p, e.name)
+                    row.append([(lo[0], hi[0])])
+                else:
+                    lo, _, hi = self._engine.get_tensor_profile_shape(e.name, p)
+                    row.append(list(zip(tuple(lo), tuple(hi))))
+            ranges.append(row)
+        return ranges
 
     def run(self, inputs, outputs):
         with torch.cuda.device(self.device):
-            for name, t in zip(self._inputs, inputs):
-                self._context.set_input_shape(name, tuple(t.shape))
-                self._context.set_tensor_address(name, t.data_ptr())
+            stream = torch.cuda.current_stream(self.device)
+            bound = [inputs[i] for i, _ in self._bound]
+            if self._profiles:
+                shapes = [v if isinstance(v, int) else tuple(v.shape) for v in bound]
+                profile = choose_profile(self._profiles, shapes)
+                if profile is None:
+                    raise RuntimeError(f"no optimization profile of the engine holds the arguments {shapes}")
+                if profile != self._profile:
+                    self._context.set_optimization_profile_async(profile, stream.cuda_stream)
+                    self._profile = profile
+            for (_, entry), value in zip(self._bound, bound):
+                if entry.is_size:
+                    memory = self._size_memory[entry.name]
+                    memory.fill_(int(value))  # host: TensorRT reads it at enqueue; device: ordered on the stream
+                    self._context.set_tensor_address(entry.name, memory.data_ptr())
+                    continue
+                self._context.set_input_shape(entry.name, tuple(value.shape))
+                self._context.set_tensor_address(entry.name, value.data_ptr())
             results = []
             for name, out in zip(self._outputs, outputs):
                 if out is None:  # not shareable: the delegate copies it into place afterwards
@@ -82,7 +142,6 @@ class TensorRTExecutor:
                     out = torch.empty(shape, dtype=self._dtypes[name], device=self.device)
                 self._context.set_tensor_address(name, out.data_ptr())
                 results.append(out)
-            stream = torch.cuda.current_stream(self.device)
             if not self._context.execute_async_v3(stream.cuda_stream):
                 raise RuntimeError("TensorRT execute_async_v3 failed")
             return results

@@ -20,7 +20,9 @@ struct BlobFormatError : std::invalid_argument {
 
 constexpr uint16_t kBlobFormatVersion = 1;
 
-enum class IoRole : uint8_t { Input = 0, Output = 1 };
+// Size: an integer argument (a SymInt the partition reads), passed by ExecuTorch as an Int EValue; its one
+// "dim" is the range of its value, its name the engine input it binds ("" when the engine derives it).
+enum class IoRole : uint8_t { Input = 0, Output = 1, Size = 2 };
 
 struct DimRange {
   int64_t min, opt, max;  // max == -1: unbounded
@@ -33,6 +35,7 @@ struct IoEntry {
   EtDevice recorded_device{EtDeviceType::CPU, 0};  // where the graph recorded this value
   std::string name;
   std::vector<DimRange> dims;
+  bool is_size() const { return role == IoRole::Size; }
 };
 
 // A view of one section inside the caller's buffer (not owned).
@@ -45,7 +48,7 @@ struct ByteSpan {
 struct DelegateBlob {
   uint16_t version = 0;
   EtDevice execution_device{EtDeviceType::CUDA, 0};
-  std::vector<IoEntry> inputs;
+  std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
   ByteSpan engine;    // may be empty: the build was left to PyTorch
   ByteSpan program;   // torch.export.save bytes of the partition

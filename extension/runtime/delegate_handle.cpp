@@ -89,8 +89,12 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   }
   std::vector<ArgumentInfo> in_args, out_args;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (i < n_in && args[i]->isInt()) {  // a size the partition reads (SymInt): checked by the plan
+      in_args.push_back(size_argument_info(args[i]->toInt()));
+      continue;
+    }
     if (!args[i]->isTensor()) {
-      throw PlacementCountError("delegate argument " + std::to_string(i) + " is not a tensor");
+      throw PlacementCountError("delegate argument " + std::to_string(i) + " is neither a tensor nor a size");
     }
     (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
@@ -109,6 +113,10 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   py::gil_scoped_acquire gil;
   py::list inputs(n_in), outputs(n_out);
   for (size_t i = 0; i < n_in; ++i) {
+    if (plan->inputs[i].action == Placement::Value) {  // sizes go to the executor as Python ints
+      inputs[i] = py::int_(args[i]->toInt());
+      continue;
+    }
     at::Tensor caller = torch_view(args[i]->toTensor());
     if (plan->inputs[i].action == Placement::Share) {
       inputs[i] = py::cast(caller);

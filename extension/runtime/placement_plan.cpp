@@ -41,10 +41,40 @@ std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   return "";
 }
 
-TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+// A size argument: checked against its value range, handed over by value.
+TensorPlacement place_size(const ArgumentInfo& t, const IoEntry& e, size_t index) {
   TensorPlacement p;
   p.role = e.role;
   p.index = index;
+  p.action = Placement::Value;
+  if (!t.is_size) {
+    p.action = Placement::Reject;
+    p.reason = "a tensor where the partition takes a size (an integer)";
+    return p;
+  }
+  const DimRange& r = e.dims.at(0);
+  if (t.value < r.min || (r.max != -1 && t.value > r.max)) {
+    p.action = Placement::Reject;
+    p.reason = "size " + std::to_string(t.value) + " outside the engine's range " + range_str(e.dims);
+    return p;
+  }
+  p.reason = e.name.empty() ? "size " + std::to_string(t.value) + ", computed inside the engine from its inputs' shapes"
+                            : "size " + std::to_string(t.value) + ", an engine shape input";
+  return p;
+}
+
+TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+  if (e.is_size()) {
+    return place_size(t, e, index);
+  }
+  TensorPlacement p;
+  p.role = e.role;
+  p.index = index;
+  if (t.is_size) {
+    p.action = Placement::Reject;
+    p.reason = "a size (the integer " + std::to_string(t.value) + ") where the engine takes a tensor";
+    return p;
+  }
   p.address = reinterpret_cast<uintptr_t>(t.data);
   p.reason = t.label_note;
   const bool input = e.role == IoRole::Input;
@@ -111,6 +141,16 @@ ArgumentInfo argument_info(const executorch::aten::Tensor& t) {
   return v;
 }
 
+ArgumentInfo size_argument_info(int64_t value) {
+  ArgumentInfo v;
+  v.is_size = true;
+  v.value = value;
+  v.dtype = EtScalarType::Long;
+  return v;
+}
+
+const char* role_name(IoRole role) { return role == IoRole::Output ? "output" : "input"; }
+
 const char* placement_name(Placement p) {
   switch (p) {
     case Placement::Share: return "share";
@@ -119,6 +159,7 @@ const char* placement_name(Placement p) {
     case Placement::CopyDeviceToHost: return "copy d2h";
     case Placement::CopyLayout: return "copy layout";
     case Placement::CopyResult: return "copy result";
+    case Placement::Value: return "value";
     case Placement::Reject: return "reject";
   }
   return "?";
@@ -151,7 +192,7 @@ std::string PlacementPlan::rejection_message() const {
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
       if (p.action == Placement::Reject) {
-        out << sep << (p.role == IoRole::Input ? "input " : "output ") << p.index << ": " << p.reason;
+        out << sep << role_name(p.role) << " " << p.index << ": " << p.reason;
         sep = "\n";
       }
     }
@@ -165,7 +206,7 @@ std::string PlacementPlan::repr() const {
       << ", bytes_copied=" << bytes_copied() << ")";
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
-      out << "\n  " << (p.role == IoRole::Input ? "input  " : "output ") << p.index << ": " << placement_name(p.action)
+      out << "\n  " << (p.role == IoRole::Output ? "output " : "input  ") << p.index << ": " << placement_name(p.action)
           << " " << device_str(p.from) << " -> " << device_str(p.to);
       if (p.bytes) out << ", " << p.bytes << " B";
       if (!p.reason.empty()) out << "  (" << p.reason << ")";
