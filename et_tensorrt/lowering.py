@@ -7,7 +7,9 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
-_PARTITIONER_OPTIONS = ("target_device", "min_block_size", "torch_executed_ops", "require_full_compilation")
+_PARTITIONER_OPTIONS = (
+    "target_device", "min_block_size", "torch_executed_ops", "require_full_compilation", "opt_sizes"
+)
 
 
 def _split_options(options: Mapping[str, Any]) -> tuple[dict, dict]:
@@ -52,7 +54,7 @@ def lower(
     into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
     own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
-    ``torch_executed_ops``, ``require_full_compilation``) or become compile specs (``precision``,
+    ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``) or become compile specs (``precision``,
     ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``).
     """
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower

@@ -27,6 +27,7 @@ from et_tensorrt import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
 from et_tensorrt.backend.onnx_export import export_onnx, find_float64
+from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.errors import EngineBuildError
 
@@ -46,6 +47,7 @@ _KNOWN = {
     PARTITION_INDEX,
     PARTITION_COUNT,
     UNBOUNDED_MAX_FACTOR,
+    cs.DYNAMIC_DIMS,
 }
 
 _engine_counter = itertools.count(1)
@@ -59,25 +61,39 @@ def _program_bytes(ep: ExportedProgram) -> bytes:
     return buf.getvalue()
 
 
-def _io_entries(export) -> list:
+def _io_entries(export, engine_built: bool = True) -> list:
+    """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
+    range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
     entries = []
-    for role, infos, engine_dims in (
-        (blob_mod.ROLE_INPUT, export.inputs, True),
-        (blob_mod.ROLE_OUTPUT, export.outputs, True),
-    ):
+    for role, infos in ((blob_mod.ROLE_INPUT, export.inputs), (blob_mod.ROLE_OUTPUT, export.outputs)):
         for info in infos:
+            if info.is_size:
+                value = (info.value,) if engine_built else info.declared_dims
+                entries.append(blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64),
+                                                value))
+                continue
             dev_type, dev_index = blob_mod.device_code(info.device)
             entries.append(
                 blob_mod.IOEntry(
                     role=role,
                     name=info.name,
                     dtype=blob_mod.scalar_type_code(info.dtype),
-                    dims=info.dims if engine_dims else info.declared_dims,
+                    dims=info.dims if engine_built else info.declared_dims,
                     device_type=dev_type,
                     device_index=dev_index,
                 )
             )
     return entries
+
+
+def _profiles_metadata(export) -> list:
+    """Per optimization profile: engine input name -> [[min, opt, max], ...] (informational)."""
+    from et_tensorrt.backend.engine_builder import profile_shapes
+
+    return [
+        {info.name: [[d.min, d.opt, d.max] for d in dims] for info, dims in zip(export.engine_inputs, shapes)}
+        for shapes in profile_shapes(export)
+    ]
 
 
 class EtTensorRTBackend(BackendDetails):
@@ -120,9 +136,11 @@ class EtTensorRTBackend(BackendDetails):
         }
 
         t0 = time.perf_counter()
-        export = export_onnx(aten_ep, precision, max_factor)
+        export = export_onnx(aten_ep, precision, max_factor, decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, "")))
         onnx_s = time.perf_counter() - t0
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
+        if export.profile_count > 1 or any(i.is_size for i in export.inputs):
+            metadata["optimization_profiles"] = _profiles_metadata(export)
         if export.picked_max:
             logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
 
@@ -155,12 +173,7 @@ class EtTensorRTBackend(BackendDetails):
             metadata["fallback_reason"] = str(exc)
             logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
 
-        io_entries = _io_entries(export)
-        if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
-            io_entries = [
-                blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
-                for e, info in zip(io_entries, export.inputs + export.outputs)
-            ]
+        io_entries = _io_entries(export, engine_built=engine is not None)
         data = blob_mod.write_blob(
             blob_mod.Blob(
                 io=io_entries,

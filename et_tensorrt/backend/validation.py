@@ -57,10 +57,14 @@ def _index_bound(node: torch.fx.Node) -> Optional[int]:
 
 
 def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) -> tuple:
-    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc)."""
+    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc); size
+    arguments get their opt value."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     for node, info in zip(user_input_nodes(ep), export.inputs):
+        if info.is_size:  # a size argument: its opt value (the tensors below are built for it)
+            out.append(info.value.opt)
+            continue
         shape, dt = [r.opt for r in info.dims], info.dtype
         if dt.is_floating_point:
             out.append(torch.randn(shape, generator=gen, dtype=torch.float32).to(dt))
@@ -95,6 +99,11 @@ def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", s
         session = ort.InferenceSession(export.model_bytes, opts, providers=["CPUExecutionProvider"])
         feeds = {}
         for info, value in zip(export.inputs, inputs):
+            if not info.bound:  # a size the engine computes from its inputs' shapes
+                continue
+            if info.is_size:
+                feeds[info.name] = np.array(value, dtype=np.int64)
+                continue
             if value.dtype == torch.bfloat16:
                 raise ValidationError("bf16 inputs cannot be fed to onnxruntime")
             feeds[info.name] = value.numpy()

@@ -12,9 +12,11 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
+from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
-from . import device_rules
+from ..sizes import is_size
+from . import device_rules, pre_decomposition
+from .dynamic_dims import declared_ranges, resolve_opt_sizes
 from .report import NodeDecision, PartitionReport, Reason
 from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
 
@@ -43,10 +45,26 @@ def _is_symbolic(node: Node) -> bool:
     return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
 
 
+_SIZE_QUERIES = frozenset({"aten.sym_size.int", "aten.sym_numel.default"})
+
+
+def _only_shape_read(query: Node, tag: str, tags: Dict[str, str]) -> bool:
+    """Whether ``query`` reads the shape of a tensor from outside partition ``tag`` that nothing else in the
+    partition reads: delegating the query would make the whole tensor a partition input."""
+    tensor = query.args[0]
+    if not isinstance(tensor, Node) or tags.get(tensor.name) == tag:
+        return False
+    return not any(tags.get(u.name) == tag and not _is_symbolic(u) for u in tensor.users)
+
+
 def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Reason]:
-    """Scalars may not cross a partition boundary: engines take and return tensors only. A delegated
-    scalar read outside its partition stays on the host (the host computes its own sizes), and so does
-    a delegated node that reads a scalar computed outside its partition."""
+    """Sizes flow into partitions, never out of them (engines return tensors only).
+
+    A delegated scalar read outside its partition stays on the host, which computes its own sizes (from the
+    program's inputs, see ``transform_for_pre_decomposition``). A partition may read an integer size computed
+    outside it: ExecuTorch passes it as an integer argument and the engine computes it from its own inputs'
+    shapes, or takes it as a shape input (``backend/size_inputs.py``). Other scalars (floats, bools) are not
+    sizes: a delegated node reading one computed outside its partition stays on the host."""
     crossings: Dict[str, Reason] = {}
     for node in calls:
         tag = tags.get(node.name)
@@ -56,10 +74,17 @@ def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Re
             crossings[node.name] = Reason(
                 "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
             )
+        elif op_name(node.target) in _SIZE_QUERIES and _only_shape_read(node, tag, tags):
+            crossings[node.name] = Reason(
+                "symbolic-boundary",
+                f"reads only the shape of {node.args[0].name}, which the partition does not otherwise take: "
+                "the size is passed in, not the tensor",
+            )
         for source in device_rules.input_nodes(node):
-            if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
+            if (source.op == "call_function" and _is_symbolic(source) and not is_size(source)
+                    and tags.get(source.name) != tag):
                 crossings[node.name] = Reason(
-                    "symbolic-boundary", f"reads {source.name}, a scalar (size) computed outside the partition"
+                    "symbolic-boundary", f"reads {source.name}, a non-integer scalar computed outside the partition"
                 )
     return crossings
 
@@ -70,6 +95,10 @@ class TensorRTPartitioner(Partitioner):
 
     ``compile_specs``: further backend options (``et_tensorrt.compile_specs`` keys -> value); the
     execution device always comes from ``target_device``. The last report is kept on ``.report``.
+
+    ``opt_sizes``: the sizes TensorRT tunes kernels for, per dynamic dim, named by its ``Dim`` name
+    (``{"batch": 8}``) or ``"input:dim"`` (``{"x:0": 8}``); a list (``{"batch": [1, 64]}``) builds one
+    optimization profile per size, splitting the dim's range between them. Default: the example size.
     """
 
     def __init__(
@@ -79,6 +108,7 @@ class TensorRTPartitioner(Partitioner):
         torch_executed_ops=(),
         require_full_compilation: bool = False,
         compile_specs: Optional[Mapping[str, object]] = None,
+        opt_sizes: Optional[Mapping[str, object]] = None,
     ):
         super().__init__()
         if min_block_size < 1:
@@ -93,6 +123,23 @@ class TensorRTPartitioner(Partitioner):
         options[EXECUTION_DEVICE] = str(self.target_device)
         self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
         self.report: Optional[PartitionReport] = None
+        self.opt_sizes = dict(opt_sizes or {})
+        # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
+        self._declared: Optional[Dict[str, tuple]] = None
+        self._source_program = None
+
+    # -- before ExecuTorch's decompositions (to_edge_transform_and_lower calls this) --------------------
+
+    def transform_for_pre_decomposition(self, exported_program):
+        """Record the dynamic ranges as the user declared them (``to_edge`` narrows ``min=1`` to 2) and return
+        the program with its sizes read from its inputs and its splits as slices (``pre_decomposition``), so
+        that a dynamic program stays dynamic and whole through ``to_edge``. The caller's program is not
+        modified."""
+        self._declared = declared_ranges(exported_program)
+        self._source_program = exported_program
+        if self.opt_sizes:
+            resolve_opt_sizes(self.opt_sizes, exported_program)  # a bad key fails here, before any work
+        return pre_decomposition.transform(exported_program)
 
     # -- the four node rules -------------------------------------------------------------------
 
@@ -230,16 +277,34 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
-        return PartitionResult(tagged_exported_program=exported_program, partition_tags=self._specs(tags))
+        specs = self._specs(tags, exported_program)
+        self._declared, self._source_program = None, None  # used once: the next program brings its own
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)
 
-    def _specs(self, tags: Dict[str, str]) -> Dict[str, DelegationSpec]:
-        """One DelegationSpec per partition: the shared options plus "engine i/n" for build progress."""
+    def _specs(self, tags: Dict[str, str], exported_program) -> Dict[str, DelegationSpec]:
+        """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build
+        progress."""
         ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
+        shared = dict(self._dynamic_dims_spec(exported_program))
         return {
             tag: DelegationSpec(
                 BACKEND_ID,
                 self.delegation_spec.compile_specs
-                + encode({PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
+                + encode({**shared, PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
             )
             for i, tag in enumerate(ordered, 1)
         }
+
+    def _dynamic_dims_spec(self, exported_program) -> Dict[str, str]:
+        """``DYNAMIC_DIMS``: per symbol, its declared range (when the program before ``to_edge`` was seen) and
+        the user's opt sizes; empty for a static program."""
+        from ..backend.profiles import DynamicDim, encode_dynamic_dims
+
+        declared = self._declared or {}
+        opts = resolve_opt_sizes(self.opt_sizes, self._source_program or exported_program) if self.opt_sizes else {}
+        symbols = sorted(set(declared) | set(opts))
+        if not symbols:
+            return {}
+        dims = {s: DynamicDim(declared.get(s), opts.get(s, ())) for s in symbols}
+        return {DYNAMIC_DIMS: encode_dynamic_dims(dims)}
+
