@@ -95,3 +95,69 @@ def test_recovered_range_and_several_profiles_per_symbol():
         {batch: (1, 1, 8), seq: (1, 16, 128)},
         {batch: (9, 64, 64), seq: (1, 16, 128)},
     ]
+
+
+class ConvHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+def _blob(pte_edge):
+    from executorch.exir.lowered_backend_module import get_lowered_submodules
+
+    from et_tensorrt import blob as B
+
+    [(_, lowered, _)] = get_lowered_submodules(pte_edge.exported_program().graph_module)
+    return B.read_blob(lowered.processed_bytes)
+
+
+def test_batch_declared_from_1_runs_at_1():
+    """ExecuTorch's to_edge narrows Dim(min=1) to 2; the engine is built from 1 and batch 1 runs."""
+    import et_tensorrt
+    from et_tensorrt import blob as B
+
+    model = ConvHead().eval()
+    dynamic = ({0: Dim("batch", min=1, max=8)},)
+    pte = et_tensorrt.lower(model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=dynamic, min_block_size=1)
+    runner = et_tensorrt.Runner(pte)
+    for batch in (1, 2, 8):
+        x = torch.randn(batch, 3, 8, 8)
+        [got] = runner.run([x])
+        torch.testing.assert_close(got, model(x))
+    from executorch.exir import to_edge_transform_and_lower
+
+    ep = torch.export.export(model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=dynamic)
+    blob = _blob(to_edge_transform_and_lower(ep, partitioner=[et_tensorrt.TensorRTPartitioner(min_block_size=1)]))
+    assert blob.inputs[0].dims[0] == B.DimRange(1, 2, 8)
+
+
+def test_opt_sizes_build_one_profile_each_and_the_table_holds_their_union():
+    from executorch.exir import to_edge_transform_and_lower
+
+    import et_tensorrt
+    from et_tensorrt import blob as B
+
+    ep = torch.export.export(ConvHead().eval(), (torch.randn(2, 3, 8, 8),),
+                             dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
+    partitioner = et_tensorrt.TensorRTPartitioner(min_block_size=1, opt_sizes={"batch": [1, 64]})
+    blob = _blob(to_edge_transform_and_lower(ep, partitioner=[partitioner]))
+    assert blob.engine is not None
+    assert blob.inputs[0].dims[0] == B.DimRange(1, 1, 64)
+    [name] = [e.name for e in blob.inputs]
+    assert [p[name][0] for p in blob.metadata["optimization_profiles"]] == [[1, 1, 8], [9, 64, 64]]
+
+
+def test_the_runtime_selects_the_first_profile_holding_every_argument():
+    from et_tensorrt.runtime.executors import choose_profile
+
+    # engine inputs: x (batch, 3) and a size shape input n
+    profiles = [[[(1, 8), (3, 3)], [(1, 8)]], [[(9, 64), (3, 3)], [(1, 64)]]]
+    assert choose_profile(profiles, [(1, 3), 4]) == 0
+    assert choose_profile(profiles, [(9, 3), 4]) == 1
+    assert choose_profile(profiles, [(8, 3), 9]) is None  # n fits only profile 1, the batch only profile 0
+    assert choose_profile(profiles, [(65, 3), 4]) is None
