@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from typing import Dict, Iterable, List, Mapping, Optional
 
-import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 from torch.fx import Node
@@ -14,10 +13,10 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning
-from ..sizes import is_size
 from . import device_rules, pre_decomposition
 from .dynamic_dims import declared_ranges, resolve_opt_sizes
 from .report import NodeDecision, PartitionReport, Reason
+from .size_rule import symbolic_crossings
 from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
 
 TAG_PREFIX = "et_tensorrt_"
@@ -38,55 +37,6 @@ def _user_op_names(ops) -> frozenset:
     for op in ops:
         names.add(op if isinstance(op, str) else op_name(op))
     return frozenset(names)
-
-
-def _is_symbolic(node: Node) -> bool:
-    """A node whose value is a scalar (a SymInt from ``sym_size``, shape arithmetic), not a tensor."""
-    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
-
-
-_SIZE_QUERIES = frozenset({"aten.sym_size.int", "aten.sym_numel.default"})
-
-
-def _only_shape_read(query: Node, tag: str, tags: Dict[str, str]) -> bool:
-    """Whether ``query`` reads the shape of a tensor from outside partition ``tag`` that nothing else in the
-    partition reads: delegating the query would make the whole tensor a partition input."""
-    tensor = query.args[0]
-    if not isinstance(tensor, Node) or tags.get(tensor.name) == tag:
-        return False
-    return not any(tags.get(u.name) == tag and not _is_symbolic(u) for u in tensor.users)
-
-
-def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Reason]:
-    """Sizes flow into partitions, never out of them (engines return tensors only).
-
-    A delegated scalar read outside its partition stays on the host, which computes its own sizes (from the
-    program's inputs, see ``transform_for_pre_decomposition``). A partition may read an integer size computed
-    outside it: ExecuTorch passes it as an integer argument and the engine computes it from its own inputs'
-    shapes, or takes it as a shape input (``backend/size_inputs.py``). Other scalars (floats, bools) are not
-    sizes: a delegated node reading one computed outside its partition stays on the host."""
-    crossings: Dict[str, Reason] = {}
-    for node in calls:
-        tag = tags.get(node.name)
-        if tag is None:
-            continue
-        if _is_symbolic(node) and any(tags.get(u.name) != tag for u in node.users):
-            crossings[node.name] = Reason(
-                "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
-            )
-        elif op_name(node.target) in _SIZE_QUERIES and _only_shape_read(node, tag, tags):
-            crossings[node.name] = Reason(
-                "symbolic-boundary",
-                f"reads only the shape of {node.args[0].name}, which the partition does not otherwise take: "
-                "the size is passed in, not the tensor",
-            )
-        for source in device_rules.input_nodes(node):
-            if (source.op == "call_function" and _is_symbolic(source) and not is_size(source)
-                    and tags.get(source.name) != tag):
-                crossings[node.name] = Reason(
-                    "symbolic-boundary", f"reads {source.name}, a non-integer scalar computed outside the partition"
-                )
-    return crossings
 
 
 class TensorRTPartitioner(Partitioner):
@@ -201,7 +151,7 @@ class TensorRTPartitioner(Partitioner):
 
         while True:  # refusing a symbolic boundary node changes the partitions: group again
             tags = self._group(gm, calls, refused)
-            crossings = _symbolic_crossings(calls, tags)
+            crossings = symbolic_crossings(calls, tags)
             if not crossings:
                 break
             refused.update(crossings)
