@@ -6,6 +6,7 @@ import torch
 from executorch.exir import to_edge_transform_and_lower
 from torch.export import Dim
 
+import et_tensorrt
 from et_tensorrt import explain
 from et_tensorrt.partition import TensorRTPartitioner
 
@@ -83,3 +84,24 @@ def test_an_unknown_opt_size_name_fails_before_lowering():
     ep = torch.export.export(QKV(), (torch.randn(2, 5, 8),), dynamic_shapes=({0: Dim("batch", min=1, max=8)},))
     with pytest.raises(ValueError, match="opt_sizes names 'beam'.*known: batch, x:0"):
         to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(opt_sizes={"beam": 4})])
+
+
+class Trim(torch.nn.Module):
+    """Window arithmetic (swin pads to a multiple of its window): ``mod`` on a size is size arithmetic."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        return x.relu()[:, : n - n % 3] * 2
+
+
+def test_modulo_on_a_size_stays_in_the_engine_and_runs_at_every_size():
+    dynamic = ({1: 16 * Dim("n", min=1, max=8)},)
+    ep = torch.export.export(Trim(), (torch.randn(2, 32, 8),), dynamic_shapes=dynamic)
+    report = explain(ep, min_block_size=1)
+    assert not report.host_nodes and len(report.partitions) == 1, report
+    runner = et_tensorrt.Runner(et_tensorrt.lower(Trim(), (torch.randn(2, 32, 8),), dynamic_shapes=dynamic,
+                                                  min_block_size=1))
+    for n in (16, 48, 128):  # 15, 48 and 126 rows out
+        x = torch.randn(2, n, 8)
+        [got] = runner.run([x])
+        torch.testing.assert_close(got, Trim()(x))
