@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import os
 import threading
 from typing import Optional, Sequence
@@ -137,9 +138,11 @@ class TensorRTExecutor:
                 self._context.set_tensor_address(entry.name, value.data_ptr())
             results = []
             for name, out in zip(self._outputs, outputs):
+                shape = tuple(self._context.get_tensor_shape(name))  # this call's, from the bound inputs
                 if out is None:  # not shareable: the delegate copies it into place afterwards
-                    shape = tuple(self._context.get_tensor_shape(name))
                     out = torch.empty(shape, dtype=self._dtypes[name], device=self.device)
+                elif tuple(out.shape) != shape:  # the caller's planned (upper-bound) memory, contiguous
+                    out = out.view(-1)[: math.prod(shape)].view(shape)
                 self._context.set_tensor_address(name, out.data_ptr())
                 results.append(out)
             if not self._context.execute_async_v3(stream.cuda_stream):

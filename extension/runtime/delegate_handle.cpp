@@ -134,14 +134,15 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
-    if (plan->outputs[i].action == Placement::Share) {
-      continue;  // the executor wrote into the caller's memory
-    }
     at::Tensor result = results[i].cast<at::Tensor>();
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
     std::vector<executorch::aten::SizesType> sizes(result.sizes().begin(), result.sizes().end());
+    // A dynamic output: ExecuTorch planned its upper bound; it takes the shape of this call's result.
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {
       throw std::runtime_error("output " + std::to_string(i) + " cannot be resized to the executor's result shape");
+    }
+    if (plan->outputs[i].action == Placement::Share) {
+      continue;  // the executor wrote into the caller's memory
     }
     torch_view(out).copy_(result);  // d2h / d2d / layout: torch picks the copy kind from the two devices
   }

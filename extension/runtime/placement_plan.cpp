@@ -33,12 +33,27 @@ std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   bool fits = t.sizes.size() == e.dims.size();
   for (size_t d = 0; fits && d < t.sizes.size(); ++d) {
     const DimRange& r = e.dims[d];
+    if (e.role == IoRole::Output && !r.is_static()) {
+      continue;  // ExecuTorch planned its upper bound, which may exceed the engine's; resized after the call
+    }
     fits = t.sizes[d] >= r.min && (r.max == -1 || t.sizes[d] <= r.max);
   }
   if (!fits) {
     return "shape " + shape_str(t.sizes) + " outside the engine's range " + range_str(e.dims);
   }
   return "";
+}
+
+// Whether an output's planned memory holds the engine's largest result (its dims' maxima).
+bool holds_largest(const ArgumentInfo& t, const IoEntry& e) {
+  size_t planned = 1, largest = 1;
+  for (int64_t s : t.sizes) planned *= static_cast<size_t>(s);
+  for (const DimRange& d : e.dims) {
+    if (d.max == -1) return false;
+    largest *= static_cast<size_t>(d.max);
+  }
+  if (planned == 0) return largest == 0;
+  return t.nbytes / planned * largest <= t.nbytes;  // element size x largest element count
 }
 
 // A size argument: checked against its value range, handed over by value.
@@ -121,6 +136,13 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
   if (!input && !in_place_ok) {
     p.action = Placement::CopyResult;
     p.reason += "the PyTorch executor allocates its results";
+    p.bytes = t.nbytes;
+    return p;
+  }
+  if (!input && !holds_largest(t, e)) {
+    p.action = Placement::CopyResult;
+    p.reason += "the planned output memory (" + std::to_string(t.nbytes) + " B) may not hold the engine's largest "
+                "result " + range_str(e.dims);
     p.bytes = t.nbytes;
     return p;
   }

@@ -155,3 +155,21 @@ def test_a_size_shape_input_gets_its_value_range_in_every_profile():
     export = OnnxExport(model.SerializeToString(), 18, [size, y], [out])
     assert export.profile_count == 2
     assert len(build_network_engine(export, BuildSettings())) > 0
+
+
+def test_a_dynamic_output_planned_at_a_larger_upper_bound_is_resized_not_rejected():
+    """ExecuTorch plans a dynamic output at its own upper bound of the size expression, which can exceed the
+    engine's exact range (swin's window sizes); the output is resized after the call."""
+    io = [
+        B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8),)),
+        B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8), B.DimRange.static(2))),
+    ]
+    data = B.write_blob(B.Blob(io=io, program=b"PK", exec_device_type=B.DEVICE_CPU))
+    cpu = torch.device("cpu")
+    x = et_tensorrt.describe(torch.randn(4))
+    plan = _C.plan_placement(data, [x], [et_tensorrt.describe(torch.empty(11, 2))], cpu, "tensorrt", True)
+    assert plan.ok and plan.outputs[0].action == "share"  # 11 x 2 floats hold the largest result, 8 x 2
+    plan = _C.plan_placement(data, [x], [et_tensorrt.describe(torch.empty(3, 2))], cpu, "tensorrt", True)
+    assert plan.ok and plan.outputs[0].action == "copy result" and "may not hold" in plan.outputs[0].reason
+    plan = _C.plan_placement(data, [x], [et_tensorrt.describe(torch.empty(11, 3))], cpu, "tensorrt", True)
+    assert not plan.ok and "outside the engine's range" in plan.outputs[0].reason  # a static dim must match
