@@ -5,6 +5,7 @@ against a different torch than the one that imports the extension.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,11 @@ class CMakeBuild(build_ext):
         subprocess.check_call(["cmake", "--build", ".", "--config", config, "-j", jobs], cwd=build_dir)
 
 
+def _version():
+    text = (ROOT / "et_tensorrt" / "__init__.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+
+
 def _have(tool):
     from shutil import which
 
@@ -47,17 +53,23 @@ def _have(tool):
 
 setup(
     name="et_tensorrt",
-    version="0.1.0",
+    version=_version(),
     description="An ExecuTorch delegate for TensorRT that is honest about where every tensor lives",
     python_requires=">=3.10",
     packages=find_packages(include=["et_tensorrt", "et_tensorrt.*"]),
     package_data={"et_tensorrt": ["examples/*.py"]},
     ext_modules=[CMakeExtension("et_tensorrt._C")],
     cmdclass={"build_ext": CMakeBuild},
-    install_requires=["torch>=2.13,<2.15", "executorch>=1.5.1,<1.6", "numpy"],
+    # Lowering needs the ONNX exporter (onnx, onnxscript), onnxruntime (validation, `check`) and a TensorRT
+    # builder: TensorRT-RTX's wheels install from the registry; full TensorRT is the `tensorrt` extra. The
+    # floors are the versions tested together.
+    install_requires=[
+        "torch>=2.13,<2.15", "executorch>=1.5.1,<1.6", "numpy",
+        "tensorrt-rtx>=1.7", "onnx>=1.23", "onnxscript>=0.7", "onnxruntime>=1.32",
+    ],
     extras_require={
         "test": [
-            "pytest>=8", "hypothesis", "tensorrt-rtx", "onnx", "onnxscript", "onnxruntime",
+            "pytest>=8", "hypothesis",
             # ExecuTorch's backend conformance suite (the CI slice): parallel runs, reports, per-test limits
             "pytest-xdist", "pytest-json-report", "pytest-timeout",
         ],

@@ -14,15 +14,20 @@ from .descriptors import Device, TensorDescriptor, describe, describe_inputs, tr
 from .errors import (
     BlobFormatError,
     EngineBuildError,
+    InputShapeError,
     LayoutError,
+    OptionError,
     PartitionError,
     PlacementError,
     PlacementWarning,
     RunnerError,
+    UnmatchedOpWarning,
     UnsupportedDeviceError,
     UnsupportedDtypeError,
     ValidationError,
 )
+
+__version__ = "0.1.0"  # setup.py reads this line
 
 # One backend registry: libexecutorch.so's, which ExecuTorch's own Python runtime uses too.
 if not _C.register_backend():
@@ -36,21 +41,26 @@ _LAZY = {
     "PartitionReport": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
+    "BuildOptions": ".compile_specs",
     "lower": ".lowering",
     "save": ".lowering",
     "Runner": ".runtime.runner",
+    "record_plans": ".runtime.runner",
 }
 
 __all__ = [
     "BlobFormatError",
     "Device",
     "EngineBuildError",
+    "InputShapeError",
     "LayoutError",
+    "OptionError",
     "PartitionError",
     "PlacementError",
     "PlacementWarning",
     "RunnerError",
     "TensorDescriptor",
+    "UnmatchedOpWarning",
     "UnsupportedDeviceError",
     "UnsupportedDtypeError",
     "ValidationError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from dataclasses import dataclass, field
@@ -284,3 +285,9 @@ def read_blob(data) -> Blob:
         exec_device_index=dev_index,
         version=version,
     )
+
+
+def program_digest(program: bytes) -> str:
+    """A partition's identity on both sides: the digest of the aten program its blob embeds (``preprocess``
+    records its ONNX export under it; the runtime's call records carry it)."""
+    return hashlib.sha256(bytes(program)).hexdigest()

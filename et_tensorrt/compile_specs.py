@@ -1,16 +1,23 @@
-"""Compile-spec keys shared by the partitioner (AOT) and the backend (preprocess + C++ runtime).
+"""Compile-spec keys shared by the partitioner (AOT) and the backend (preprocess + C++ runtime), and
+:class:`BuildOptions`, the one description of how an engine is built.
 
 Why our own key for the execution device: ExecuTorch 1.5.1's ``PropagateDevicePass`` reacts to a
 compile spec named ``target_device`` by inserting ``et_copy._h2d_copy``/``_d2h_copy`` around the
 delegate, kernels the CPU ExecuTorch wheel cannot run. Our delegate does boundary copies itself from
 the input descriptors, so the device travels under ``EXECUTION_DEVICE`` instead.
+
+This module imports no ExecuTorch at load time (the CLI checks options before it pays for ``exir``).
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from executorch.exir.backend.compile_spec_schema import CompileSpec
+from .errors import OptionError
 
 # The backend id: the BackendDetails subclass name, the C++ registry name. Not "TensorRTBackend",
 # which Torch-TensorRT's own ExecuTorch delegate registers.
@@ -31,10 +38,165 @@ PARTITION_INDEX = "et_tensorrt.partition_index"
 PARTITION_COUNT = "et_tensorrt.partition_count"
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+_ARCH = re.compile(r"^(sm_?)?\d{2,3}[a-z]?$|^\d+\.\d+$|^current$")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def encode(options: Mapping[str, object]) -> list[CompileSpec]:
+# ------------------------------------------------------------------------------- value checks and codecs
+
+
+def _precision(value: Any) -> str:
+    text = str(value).strip().lower() if isinstance(value, str) else value
+    if text not in PRECISIONS:
+        raise OptionError(f"precision {value!r} is not one of {', '.join(PRECISIONS)}")
+    return text
+
+
+def _archs(value: Any) -> tuple[str, ...]:
+    """``"sm80,sm86"`` or ``["sm80", "86"]`` -> ``("sm80", "86")`` (format only; TensorRT checks the rest)."""
+    items = value.replace(";", ",").split(",") if isinstance(value, str) else value
+    try:
+        archs = tuple(str(a).strip().lower() for a in items if str(a).strip())
+    except TypeError:
+        raise OptionError(f"target_archs must be a string or a list of strings, got {value!r}") from None
+    bad = [a for a in archs if not _ARCH.match(a)]
+    if bad:
+        raise OptionError(f"target_archs {bad} are not architecture names (expected e.g. sm80, sm86, 8.9, current)")
+    return archs
+
+
+def _flag(name: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise OptionError(f"{name} must be true or false, got {value!r}")
+
+    return check
+
+
+def _flag_text(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def _positive_int(name: str, *, optional: bool = False) -> Callable[[Any], int | None]:
+    def check(value: Any) -> int | None:
+        if value is None or (optional and isinstance(value, str) and not value.strip()):
+            if optional:
+                return None
+            raise OptionError(f"{name} must be an integer >= 1, got None")
+        try:
+            number = int(value, 10) if isinstance(value, str) else value
+        except ValueError:
+            number = None
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+        return number
+
+    return check
+
+
+def _option(key: str, default: Any, doc: str, check: Callable[[Any], Any], encode: Callable[[Any], str] = str):
+    """A BuildOptions field: its compile-spec key, what it means, how a value is checked (and normalized:
+    the same function reads a Python value and a compile-spec string) and how it is written as a spec."""
+    return field(default=default, metadata={"key": key, "doc": doc, "check": check, "encode": encode})
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How ``preprocess`` builds each partition's engine (Torch-TensorRT's ``CompilationSettings`` pattern).
+
+    The one source of truth for build options: :func:`et_tensorrt.lower`, the command line, the
+    conformance flow and ``preprocess`` all read these fields. Values are checked (and normalized) when
+    the object is made, so a bad value is an :class:`~et_tensorrt.errors.OptionError` before any work.
+    They travel to ``preprocess`` as compile specs: :meth:`to_specs` / :meth:`from_specs`.
+    To add an option: one field here with its key (and the key constant above).
+    """
+
+    precision: str = _option(PRECISION, "fp32", "engine precision: fp32, fp16 or bf16", _precision)
+    target_archs: tuple[str, ...] = _option(
+        TARGET_ARCHS,
+        (),
+        "TensorRT-RTX ahead-of-time GPU targets (e.g. sm80, sm86); empty: the builder's default",
+        _archs,
+        ",".join,
+    )
+    validate: bool = _option(
+        VALIDATE,
+        False,
+        "check each partition's ONNX with onnxruntime against PyTorch before building",
+        _flag("validate"),
+        _flag_text,
+    )
+    pass_through_build_failures: bool = _option(
+        PASS_THROUGH_BUILD_FAILURES,
+        True,
+        "a partition TensorRT refuses fails the lowering (False: it runs with PyTorch, with a warning)",
+        _flag("pass_through_build_failures"),
+        _flag_text,
+    )
+    workspace_bytes: int | None = _option(
+        WORKSPACE_BYTES,
+        None,
+        "TensorRT builder workspace limit in bytes; None: TensorRT's default",
+        _positive_int("workspace_bytes", optional=True),
+    )
+    unbounded_max_factor: int = _option(
+        UNBOUNDED_MAX_FACTOR,
+        2,
+        "an unbounded dynamic dim is built up to this factor x its example size",
+        _positive_int("unbounded_max_factor"),
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, f.metadata["check"](getattr(self, f.name)))
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """Field name -> compile-spec key."""
+        return {f.name: f.metadata["key"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Field name -> what it means (for help texts)."""
+        return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+    def to_specs(self) -> dict[str, str]:
+        """Every field as ``compile-spec key -> value text`` (a field left at None is left out)."""
+        return {
+            f.metadata["key"]: f.metadata["encode"](getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not None
+        }
+
+    @classmethod
+    def from_specs(cls, specs: Mapping[str, object] | Iterable[Any]) -> BuildOptions:
+        """The options in compile specs (a ``key -> value`` mapping or ExecuTorch ``CompileSpec``s); keys
+        that are not build options (the execution device, the partition index) are ignored here."""
+        options = specs if isinstance(specs, Mapping) else decode(specs)
+        by_key = {key: name for name, key in cls.keys().items()}
+        values = {}
+        for key, value in options.items():
+            if key in by_key:
+                values[by_key[key]] = value.decode() if isinstance(value, (bytes, bytearray)) else value
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> BuildOptions:
+        return dataclasses.replace(self, **changes)
+
+
+# Every key a compile spec of ours may carry (anything else is warned about by preprocess).
+PARTITIONER_KEYS = (EXECUTION_DEVICE, PARTITION_INDEX, PARTITION_COUNT, DYNAMIC_DIMS)
+KNOWN_KEYS = frozenset(BuildOptions.keys().values()) | frozenset(PARTITIONER_KEYS)
+
+
+def encode(options: Mapping[str, object]) -> list:
     """Options (key -> str/bool/int) as ExecuTorch compile specs, in a stable order."""
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+
     specs = []
     for key in sorted(options):
         value = options[key]
@@ -44,16 +206,10 @@ def encode(options: Mapping[str, object]) -> list[CompileSpec]:
     return specs
 
 
-def decode(specs: Iterable[CompileSpec]) -> dict[str, str]:
+def decode(specs: Iterable[Any]) -> dict[str, str]:
     """Compile specs back into ``key -> str`` (unknown keys are kept, so callers can warn)."""
     out = {}
     for spec in specs:
         value = spec.value
         out[spec.key] = value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
     return out
-
-
-def flag(options: Mapping[str, str], key: str, default: bool) -> bool:
-    if key not in options:
-        return default
-    return options[key].strip().lower() in ("1", "true", "yes", "on")

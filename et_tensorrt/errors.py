@@ -37,9 +37,21 @@ class PlacementError(RuntimeError):
     """The delegate cannot place an input or output (dtype, shape or device it cannot take)."""
 
 
+class InputShapeError(ValueError):
+    """An input's shape is not one the method takes (a static dim that differs, or above a dynamic bound)."""
+
+
 class RunnerError(RuntimeError):
     """ExecuTorch could not load or run a program; the message carries the delegate's own error."""
 
 
+class OptionError(ValueError):
+    """An option's value is not valid (``lower(precision="fp8")``); raised before any work is done."""
+
+
 class PlacementWarning(UserWarning):
     """A node's device would otherwise have been dropped (it is kept on the host instead)."""
+
+
+class UnmatchedOpWarning(UserWarning):
+    """A ``torch_executed_ops`` entry matched no node of the program, so it kept nothing on the host."""

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import struct
+import textwrap
 from dataclasses import dataclass, field
 from typing import List, Optional
+
+from ._text import table
 
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
 _IDENT_OFFSET = 4
@@ -196,13 +199,6 @@ def format_dims(dims) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _table(rows: list) -> list:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    out.insert(1, "  ".join("-" * w for w in widths))
-    return out
-
-
 def _kib(n: int) -> str:
     return f"{n:,} B" if n < 10 * 1024 else f"{n / 1024:,.1f} KiB"
 
@@ -237,8 +233,9 @@ def format_delegate(d: DelegateInfo) -> list:
         return lines + [f"  blob unreadable: {d.blob_error}"]
     b, meta = d.blob, d.blob.metadata
     exec_dev = ("cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}")
-    lines.append(f"  execution device {exec_dev}; compile specs: "
-                 + ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items())))
+    specs = ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items()))
+    lines.extend(textwrap.wrap(f"execution device {exec_dev}; compile specs: {specs}", 96, initial_indent="  ",
+                               subsequent_indent="    ", break_on_hyphens=False))
     if b.engine is not None:
         engine = f"{_kib(len(b.engine))}"
         if meta.get("build_seconds") is not None:
@@ -258,5 +255,5 @@ def format_delegate(d: DelegateInfo) -> list:
     for e in b.io:
         rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device,
                      format_dims(e.dims)))
-    lines.extend("  " + r for r in _table(rows))
+    lines.extend(table(rows, indent="  "))
     return lines

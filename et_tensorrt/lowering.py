@@ -7,34 +7,28 @@ from typing import Any, Mapping, Optional, Sequence
 
 import torch
 
+from .compile_specs import BuildOptions
+
 _PARTITIONER_OPTIONS = (
     "target_device", "min_block_size", "torch_executed_ops", "require_full_compilation", "opt_sizes"
 )
 
 
-def _split_options(options: Mapping[str, Any]) -> tuple[dict, dict]:
-    """Partitioner keyword arguments vs build options (compile specs, by short or full key)."""
-    from . import compile_specs as cs
-
-    short = {
-        "precision": cs.PRECISION,
-        "target_archs": cs.TARGET_ARCHS,
-        "validate": cs.VALIDATE,
-        "pass_through_build_failures": cs.PASS_THROUGH_BUILD_FAILURES,
-        "workspace_bytes": cs.WORKSPACE_BYTES,
-    }
-    partitioner, specs = {}, {}
+def _split_options(options: Mapping[str, Any], build_options: BuildOptions | None) -> tuple[dict, BuildOptions]:
+    """Partitioner keyword arguments vs :class:`BuildOptions` fields (by field name or compile-spec key),
+    checked now: an unknown name is a TypeError, a bad value an OptionError."""
+    fields = BuildOptions.keys()  # field name -> compile-spec key
+    field_of_key = {key: name for name, key in fields.items()}
+    partitioner, build = {}, {}
     for key, value in options.items():
         if key in _PARTITIONER_OPTIONS:
             partitioner[key] = value
-        elif key in short:
-            specs[short[key]] = value
-        elif key.startswith("et_tensorrt."):
-            specs[key] = value
+        elif key in fields or key in field_of_key:
+            build[field_of_key.get(key, key)] = value
         else:
             raise TypeError(f"unknown lowering option {key!r}; expected one of "
-                            f"{sorted(_PARTITIONER_OPTIONS + tuple(short))}")
-    return partitioner, specs
+                            f"{sorted(_PARTITIONER_OPTIONS + tuple(fields))}")
+    return partitioner, (build_options or BuildOptions()).replace(**build)
 
 
 def lower(
@@ -44,6 +38,7 @@ def lower(
     dynamic_shapes: Optional[Any] = None,
     zero_copy_inputs: bool = True,
     zero_copy_outputs: bool = False,
+    build_options: BuildOptions | None = None,
     **options: Any,
 ) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
@@ -54,8 +49,11 @@ def lower(
     into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
     own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
-    ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``) or become compile specs (``precision``,
-    ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``).
+    ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
+    see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
+    (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
+    ``unbounded_max_factor``), given one by one or as ``build_options`` (keywords override its fields).
+    Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from executorch.exir.passes import MemoryPlanningPass
@@ -63,12 +61,12 @@ def lower(
     from .backend import EtTensorRTBackend  # noqa: F401  (ExecuTorch finds preprocess by class name)
     from .partition import TensorRTPartitioner
 
-    partitioner_options, specs = _split_options(options)
+    partitioner_options, build = _split_options(options, build_options)
+    partitioner = TensorRTPartitioner(**partitioner_options, compile_specs=build.to_specs())
     if isinstance(model, torch.export.ExportedProgram):
         program = model
     else:
         program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
-    partitioner = TensorRTPartitioner(**partitioner_options, compile_specs=specs)
     edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
     config = ExecutorchBackendConfig(
         memory_planning_pass=MemoryPlanningPass(

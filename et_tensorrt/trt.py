@@ -28,7 +28,10 @@ def _load() -> tuple[str, ModuleType]:
             return name, module
         except Exception as exc:  # noqa: BLE001 - any failure means "try the next flavour"
             errors.append(f"{name}: {exc}")
-    raise EngineBuildError("no TensorRT Python package could be imported (" + "; ".join(errors) + ")")
+    raise EngineBuildError(
+        "no TensorRT Python package could be imported (" + "; ".join(errors) + "); install one with "
+        "`pip install tensorrt-rtx` (or `pip install tensorrt` for full TensorRT where its wheels install)"
+    )
 
 
 def module() -> ModuleType:

@@ -13,4 +13,7 @@ void bind_tensor_descriptors(pybind11::module_& m);
 // Placement plans, the blob reader, the program runner; registers the backend.
 void bind_runtime(pybind11::module_& m);
 
+// The PyTorch executor's C++ fast path (extension/runtime/graph_interpreter.h).
+void bind_graph_interpreter(pybind11::module_& m);
+
 } // namespace et_tensorrt::python

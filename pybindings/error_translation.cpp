@@ -31,6 +31,8 @@ void register_error_translators(py::module_& m) {
       PyErr_SetString(errors.attr("PlacementError").ptr(), e.what());
     } catch (const PlacementCountError& e) {
       PyErr_SetString(errors.attr("PlacementError").ptr(), e.what());
+    } catch (const InputShapeError& e) {
+      PyErr_SetString(errors.attr("InputShapeError").ptr(), e.what());
     } catch (const RunnerError& e) {
       PyErr_SetString(errors.attr("RunnerError").ptr(), e.what());
     }

@@ -7,4 +7,5 @@ PYBIND11_MODULE(_C, m) {
   et_tensorrt::python::register_error_translators(m);
   et_tensorrt::python::bind_tensor_descriptors(m);
   et_tensorrt::python::bind_runtime(m);
+  et_tensorrt::python::bind_graph_interpreter(m);
 }

@@ -8,6 +8,10 @@
 #include "../extension/runtime/blob_reader.h"
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/placement_plan.h"
+#include "../extension/runtime/plan_recorder.h"
+#include "../extension/runtime/pointer_residence.h"
+
+#include <thread>
 #include "../extension/runtime/backend_interface.h"
 #include "bindings.h"
 #include "tensor_descriptor_object.h"
@@ -16,6 +20,12 @@ namespace py = pybind11;
 
 namespace et_tensorrt::python {
 namespace {
+
+struct PlanRecording {
+  std::unique_ptr<PlanRecorder> recorder;  // installed between __enter__ and __exit__
+  std::thread::id thread;
+  std::vector<std::shared_ptr<const PlacementPlan>> plans;  // kept after __exit__
+};
 
 py::dict io_entry_dict(const IoEntry& e) {
   py::list dims;
@@ -73,10 +83,14 @@ void bind_runtime(py::module_& m) {
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",
                                                             "Per call: share, copy or reject each input and output.")
       .def_readonly("executor", &PlacementPlan::executor)
+      .def_readonly("executor_detail", &PlacementPlan::executor_detail)
       .def_property_readonly("execution_device",
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
       .def_readonly("outputs", &PlacementPlan::outputs)
+      .def_readonly("executor_ns", &PlacementPlan::executor_ns, "Time inside the executor (ns).")
+      .def_readonly("delegate_ns", &PlacementPlan::delegate_ns,
+                    "The delegate's own time around the executor: plan, bind, write back, lock, GIL (ns).")
       .def_property_readonly("bytes_copied", &PlacementPlan::bytes_copied)
       .def_property_readonly("ok", &PlacementPlan::ok)
       .def("__repr__", &PlacementPlan::repr);
@@ -134,8 +148,79 @@ void bind_runtime(py::module_& m) {
       },
       py::arg("descriptor"), py::arg("device"));
 
-  m.def("last_plan", [] { return std::const_pointer_cast<PlacementPlan>(last_placement_plan()); },
-        "The placement plan of the most recent delegate call in this process (None before any).");
+  py::class_<MethodPlan, std::shared_ptr<MethodPlan>>(
+      m, "MethodPlan",
+      "Per call of a method: each method input and output end to end (ExecuTorch's boundary copies composed "
+      "with the delegate's), and every delegate's own PlacementPlan in call order.")
+      .def_readonly("method", &MethodPlan::method)
+      .def_readonly("inputs", &MethodPlan::inputs)
+      .def_readonly("outputs", &MethodPlan::outputs)
+      .def_property_readonly("delegates",
+                             [](const MethodPlan& p) {
+                               std::vector<std::shared_ptr<PlacementPlan>> out;
+                               for (const auto& d : p.delegates) out.push_back(std::const_pointer_cast<PlacementPlan>(d));
+                               return out;
+                             })
+      .def_property_readonly("executor", &MethodPlan::executor)
+      .def_property_readonly("execution_device",
+                             [](const MethodPlan& p) { return executorch_to_torch_device(p.execution_device()); })
+      .def_readonly("boundary_bytes", &MethodPlan::boundary_bytes)
+      .def_property_readonly("bytes_copied", &MethodPlan::bytes_copied)
+      .def_property_readonly("ok", &MethodPlan::ok)
+      .def("__repr__", &MethodPlan::repr);
+
+  // For ExecuTorch's own runtime (executorch.runtime), which has no Runner: collects the plans of the delegate
+  // calls made on this thread inside the `with` block.
+  py::class_<PlanRecording>(m, "PlanRecording")
+      .def(py::init<>())
+      .def("__enter__",
+           [](PlanRecording& r) -> PlanRecording& {
+             if (r.recorder) throw std::logic_error("this PlanRecording is already active");
+             r.recorder = std::make_unique<PlanRecorder>();
+             r.thread = std::this_thread::get_id();
+             return r;
+           },
+           py::return_value_policy::reference)
+      .def("__exit__",
+           [](PlanRecording& r, const py::args&) {
+             if (!r.recorder) return;
+             if (r.thread != std::this_thread::get_id()) {
+               throw std::logic_error("a PlanRecording must be exited on the thread that entered it");
+             }
+             r.plans = r.recorder->plans();
+             r.recorder.reset();
+           })
+      .def_property_readonly("plans", [](const PlanRecording& r) {
+        std::vector<std::shared_ptr<PlacementPlan>> out;
+        for (const auto& d : r.recorder ? r.recorder->plans() : r.plans) {
+          out.push_back(std::const_pointer_cast<PlacementPlan>(d));
+        }
+        return out;
+      });
+
+  m.def(
+      "_pointer_residence",
+      [](uintptr_t address) -> std::string {
+        const PointerResidence r = pointer_residence(reinterpret_cast<const void*>(address));
+        switch (r.kind) {
+          case PointerResidence::Host: return "host";
+          case PointerResidence::Device: return "cuda:" + std::to_string(r.device_index);
+          default: return "unknown";
+        }
+      },
+      py::arg("address"),
+      "Where the CUDA driver says an address lives: 'host', 'cuda:N', or 'unknown' (no driver loaded here).");
+
+  m.def(
+      "_check_argument",
+      [](const TensorDescriptor& d, size_t arg, size_t n_inputs) {
+        // The delegate's own per-argument check (the driver cross-check of the device label); for the GPU check.
+        const ArgumentInfo v = checked_argument_info(*d.tensor, arg, n_inputs);
+        return py::make_tuple(executorch_to_torch_device(v.device), v.label_note);
+      },
+      py::arg("descriptor"), py::arg("arg") = 0, py::arg("n_inputs") = 1,
+      "(device the delegate would use, note) for one argument; raises PlacementError for a host pointer "
+      "labelled cuda.");
   m.def("last_delegate_error", &last_delegate_error, "This thread's last delegate error message.");
   m.def("register_backend", &register_tensorrt_backend,
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");
@@ -146,6 +231,7 @@ void bind_runtime(py::module_& m) {
           "from_bytes", [](const py::bytes& b) { return ProgramRunner::from_bytes(std::string(b)); }, py::arg("data"))
       .def("method_names", &ProgramRunner::method_names)
       .def("num_inputs", &ProgramRunner::num_inputs, py::arg("method"))
+      .def("last_plan", [](const ProgramRunner& r) { return std::const_pointer_cast<MethodPlan>(r.last_plan()); })
       .def(
           "run",
           [](ProgramRunner& r, const std::vector<at::Tensor>& inputs, const std::string& method,

@@ -1,10 +1,13 @@
-"""Per-call latency of a small MLP and a small conv net, side by side in one run:
+"""Per-call latency of a one-op program, a small MLP and a small conv net, side by side in one run:
 
   eager PyTorch | ExecuTorch, no delegate (portable/optimized kernels) | ExecuTorch + XNNPACK |
   ExecuTorch + et_tensorrt delegate through executorch.runtime | et_tensorrt.Runner
 
-plus the bytes the delegate copied per call (from the Runner's placement plan). Medians of
---blocks blocks of --calls calls each, after a warm-up; ratios are against eager PyTorch.
+plus the bytes copied per call (the Runner's method plan) and a breakdown of one Runner call, read from
+the plans' own timers: the executor's share (executor_ns), the delegate's own share around it
+(delegate_ns: plan, bind, write back, lock), and the rest (ExecuTorch's Method, the runner, Python).
+Medians of --blocks blocks of --calls calls each, after a warm-up; ratios are against eager PyTorch, and
+"Runner / ExecuTorch" against ExecuTorch's own Method.execute of the same model undelegated.
 Without a GPU the et_tensorrt delegate runs its partition with the PyTorch fallback executor.
 
     python scripts/bench_runtime.py [--calls 50] [--blocks 7]
@@ -48,7 +51,16 @@ class ConvNet(torch.nn.Module):
         return self.fc(y.mean(dim=(2, 3)))
 
 
-MODELS = {"mlp (8x64)": (MLP, (8, 64)), "convnet (1x3x32x32)": (ConvNet, (1, 3, 32, 32))}
+class AddOne(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+MODELS = {
+    "x + 1 (16)": (AddOne, (16,)),
+    "mlp (8x64)": (MLP, (8, 64)),
+    "convnet (1x3x32x32)": (ConvNet, (1, 3, 32, 32)),
+}
 
 
 def median_us(fn, calls, blocks):
@@ -110,8 +122,8 @@ def main():
         runner = Runner(ours)
         for out in (m_portable.execute([x])[0], m_xnn.execute([x])[0], m_ours.execute([x])[0], runner.run([x])[0]):
             torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
-        copied = runner.last_plan.bytes_copied if runner.last_plan is not None else 0
-        executor = runner.last_plan.executor if runner.last_plan is not None else "-"
+        copied = runner.last_plan.bytes_copied
+        executor = f"{runner.last_plan.executor}: {runner.last_plans[0].executor_detail}"
 
         def eager():
             with torch.no_grad():
@@ -124,7 +136,7 @@ def main():
             "ExecuTorch + et_tensorrt": median_us(lambda: m_ours.execute([x]), args.calls, args.blocks),
             "et_tensorrt.Runner": median_us(lambda: runner.run([x]), args.calls, args.blocks),
         }
-        rows.append((name, timings, copied, executor))
+        rows.append((name, timings, copied, executor, breakdown(runner, x, args.calls * args.blocks)))
 
     print(f"torch {torch.__version__}, executorch {version('executorch')}, "
           f"{os.cpu_count()} CPU(s), torch threads {torch.get_num_threads()}, "
@@ -132,12 +144,29 @@ def main():
     header = f"{'model':<22}{'path':<28}{'median us/call':>16}{'vs eager':>10}"
     print(header)
     print("-" * len(header))
-    for name, timings, copied, executor in rows:
+    for name, timings, copied, executor, parts in rows:
         base = timings["eager PyTorch"]
         for path, us in timings.items():
             print(f"{name:<22}{path:<28}{us:>16.1f}{us / base:>9.2f}x")
-        print(f"{name:<22}{'delegate bytes copied/call':<28}{copied:>16,}   (executor: {executor})")
+        ratio = timings["et_tensorrt.Runner"] / timings["ExecuTorch (no delegate)"]
+        print(f"{name:<22}{'Runner / ExecuTorch':<28}{ratio:>15.2f}x")
+        print(f"{name:<22}{'bytes copied/call':<28}{copied:>16,}   (executor {executor})")
+        total, executor_us, delegate_us = parts
+        print(f"{name:<22}{'Runner call breakdown':<28}{total:>16.1f}   = executor {executor_us:.1f} + delegate "
+              f"{delegate_us:.1f} + ExecuTorch/runner/Python {total - executor_us - delegate_us:.1f}")
     return 0
+
+
+def breakdown(runner, x, calls: int) -> tuple[float, float, float]:
+    """Median us per Runner call: whole call, executor share, the delegate's own share (summed over delegates)."""
+    totals, executor, delegate = [], [], []
+    for _ in range(max(calls, 200)):
+        start = time.perf_counter()
+        runner.run([x])
+        totals.append((time.perf_counter() - start) * 1e6)
+        executor.append(sum(p.executor_ns for p in runner.last_plans) / 1e3)
+        delegate.append(sum(p.delegate_ns for p in runner.last_plans) / 1e3)
+    return statistics.median(totals), statistics.median(executor), statistics.median(delegate)
 
 
 if __name__ == "__main__":

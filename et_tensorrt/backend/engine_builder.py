@@ -184,7 +184,3 @@ def build_engine(export: OnnxExport, settings: BuildSettings, use_cache: bool = 
     if use_cache:
         build_cache.store(key, engine)
     return BuildResult(engine, key, False, seconds)
-
-
-def parse_archs(text: str) -> tuple[str, ...]:
-    return tuple(a.strip() for a in text.replace(";", ",").split(",") if a.strip())

@@ -10,10 +10,12 @@ preprocess); a warning names the op.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import logging
 import time
+from dataclasses import dataclass
 from typing import List
 
 import torch
@@ -25,8 +27,8 @@ from et_tensorrt import compile_specs as cs
 from et_tensorrt import blob as blob_mod
 from et_tensorrt import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
-from et_tensorrt.backend.engine_builder import BuildSettings, build_engine, parse_archs
-from et_tensorrt.backend.onnx_export import export_onnx, find_float64
+from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
+from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64
 from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.errors import EngineBuildError
@@ -37,22 +39,31 @@ PARTITION_INDEX = cs.PARTITION_INDEX
 PARTITION_COUNT = cs.PARTITION_COUNT
 UNBOUNDED_MAX_FACTOR = cs.UNBOUNDED_MAX_FACTOR
 
-_KNOWN = {
-    cs.EXECUTION_DEVICE,
-    cs.PRECISION,
-    cs.TARGET_ARCHS,
-    cs.VALIDATE,
-    cs.PASS_THROUGH_BUILD_FAILURES,
-    cs.WORKSPACE_BYTES,
-    PARTITION_INDEX,
-    PARTITION_COUNT,
-    UNBOUNDED_MAX_FACTOR,
-    cs.DYNAMIC_DIMS,
-}
-
 _engine_counter = itertools.count(1)
 # Per-process counters (tests and tools read them): engines built, cache hits, host fallbacks.
 stats = {"partitions": 0, "built": 0, "cache_hits": 0, "fallbacks": 0}
+_recorders: list[dict] = []  # the active record_exports() maps
+
+
+@dataclass(frozen=True)
+class PartitionExport:
+    """What preprocess made of one partition: its label ("engine 2/3"), build options and ONNX export."""
+
+    label: str
+    options: cs.BuildOptions
+    export: OnnxExport
+
+
+@contextlib.contextmanager
+def record_exports():
+    """Collects, while active, the ONNX export of every partition preprocessed in this process, by
+    :func:`et_tensorrt.blob.program_digest` (``et-tensorrt check`` runs them with onnxruntime on the user's inputs)."""
+    exports: dict[str, PartitionExport] = {}
+    _recorders.append(exports)
+    try:
+        yield exports
+    finally:
+        _recorders.remove(exports)
 
 
 def _program_bytes(ep: ExportedProgram) -> bytes:
@@ -100,22 +111,16 @@ class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
         options = cs.decode(compile_specs)
-        unknown = sorted(set(options) - _KNOWN)
+        unknown = sorted(set(options) - cs.KNOWN_KEYS)
         if unknown:
             logger.warning("ignoring unknown compile specs: %s", ", ".join(unknown))
-        precision = options.get(cs.PRECISION, "fp32").strip().lower()
-        if precision not in cs.PRECISIONS:
-            raise EngineBuildError(f"precision {precision!r} is not one of {cs.PRECISIONS}")
+        build = cs.BuildOptions.from_specs(options)
+        precision = build.precision
         device = options.get(cs.EXECUTION_DEVICE, "cuda:0").strip()
         exec_type, exec_index = blob_mod.device_code(device)
-        pass_through = cs.flag(options, cs.PASS_THROUGH_BUILD_FAILURES, True)
-        do_validate = cs.flag(options, cs.VALIDATE, False)
         settings = BuildSettings(
-            precision=precision,
-            target_archs=parse_archs(options.get(cs.TARGET_ARCHS, "")),
-            workspace_bytes=int(options[cs.WORKSPACE_BYTES]) if options.get(cs.WORKSPACE_BYTES) else None,
+            precision=precision, target_archs=build.target_archs, workspace_bytes=build.workspace_bytes
         )
-        max_factor = int(options.get(UNBOUNDED_MAX_FACTOR, "2"))
 
         seq = next(_engine_counter)
         label = f"engine {options.get(PARTITION_INDEX, seq)}"
@@ -136,8 +141,11 @@ class EtTensorRTBackend(BackendDetails):
         }
 
         t0 = time.perf_counter()
-        export = export_onnx(aten_ep, precision, max_factor, decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, "")))
+        dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
+        export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
         onnx_s = time.perf_counter() - t0
+        for exports in _recorders:
+            exports[blob_mod.program_digest(program)] = PartitionExport(label, build, export)
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
         if export.profile_count > 1 or any(i.is_size for i in export.inputs):
             metadata["optimization_profiles"] = _profiles_metadata(export)
@@ -152,7 +160,7 @@ class EtTensorRTBackend(BackendDetails):
                     f"node {f64} uses float64, which TensorRT silently narrows to float32; "
                     "cast the model to float32 or keep this op on the host"
                 )
-            if do_validate:
+            if build.validate:
                 try:
                     metadata["validation_max_abs_error"] = validate_onnx(aten_ep, export, precision)
                 except ValidationInconclusive as exc:  # nothing compared: say so, build anyway
@@ -167,7 +175,7 @@ class EtTensorRTBackend(BackendDetails):
                 label, n_nodes, onnx_s, result.seconds, " (cache hit)" if result.cache_hit else "", (len(engine) + 1023) // 1024,
             )
         except EngineBuildError as exc:
-            if pass_through:
+            if build.pass_through_build_failures:
                 raise EngineBuildError(f"{label}: {exc}") from exc
             stats["fallbacks"] += 1
             metadata["fallback_reason"] = str(exc)

@@ -1,4 +1,5 @@
-"""Check the exported ONNX with onnxruntime against PyTorch on the partition (random inputs).
+"""Check the exported ONNX with onnxruntime against PyTorch on the partition (random inputs), with the
+tolerances of ``et_tensorrt.parity`` for the build precision.
 
 Random integers must be inputs the partition accepts: an index input gets values inside the dim it
 indexes (the ONNX Gather of an out-of-range index fails), any other integer input nonzero values of
@@ -9,16 +10,18 @@ raises ``ValidationInconclusive`` and the caller warns instead of refusing the e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
+import numpy as np
 import torch
 from torch.export import ExportedProgram
 
 from et_tensorrt.backend.edge_to_aten import user_input_nodes
 from et_tensorrt.backend.onnx_export import OnnxExport
 from et_tensorrt.errors import ValidationError
+from et_tensorrt.parity import compare, for_precision
 
-TOLERANCES = {"fp32": (1e-3, 1e-4), "fp16": (2e-2, 2e-2), "bf16": (5e-2, 5e-2)}
 _INT_MAGNITUDE = 4  # random non-index integers lie in [-4, -1] u [1, 4]
 
 
@@ -79,12 +82,39 @@ def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) ->
     return tuple(out)
 
 
-def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", seed: int = 0) -> dict:
-    """Raise ValidationError when onnxruntime and PyTorch disagree (ValidationInconclusive when PyTorch
-    cannot compute the reference); returns the largest errors."""
-    import numpy as np
+def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[torch.Tensor]:
+    """The exported ONNX run by onnxruntime on the host, one tensor per output (ValidationError when
+    onnxruntime cannot run it on these inputs). A size argument is an int."""
     import onnxruntime as ort
 
+    if len(inputs) != len(export.inputs):
+        raise ValidationError(f"the ONNX takes {len(export.inputs)} input(s), got {len(inputs)}")
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(export.model_bytes, opts, providers=["CPUExecutionProvider"])
+        wanted = {i.name for i in session.get_inputs()}  # an input the graph does not read may be dropped
+        feeds = {}
+        for info, value in zip(export.inputs, inputs, strict=True):
+            if info.is_size:  # fed as a 0-d int64 when the engine takes it, else computed from shapes
+                if info.bound:
+                    feeds[info.name] = np.array(value, dtype=np.int64)
+                continue
+            if value.dtype == torch.bfloat16:
+                raise ValidationError("bf16 inputs cannot be fed to onnxruntime")
+            if info.name in wanted:
+                feeds[info.name] = value.detach().to("cpu").contiguous().numpy()
+        got = session.run([o.name for o in export.outputs], feeds)
+    except ValidationError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise ValidationError(f"onnxruntime could not run the exported ONNX: {exc}") from exc
+    return [torch.from_numpy(value) for value in got]
+
+
+def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", seed: int = 0) -> dict:
+    """Raise ValidationError when onnxruntime and PyTorch disagree (ValidationInconclusive when PyTorch
+    cannot compute the reference); returns the largest absolute error per output."""
     inputs = validation_inputs(ep, export, seed)
     try:
         with torch.no_grad():
@@ -92,46 +122,17 @@ def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", s
     except Exception as exc:  # noqa: BLE001
         raise ValidationInconclusive(f"PyTorch cannot run the partition on random inputs: {exc}") from exc
     expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+    # numpy has no bfloat16: onnxruntime hands such outputs back widened to float32.
+    expected = [e.float() if isinstance(e, torch.Tensor) and e.dtype == torch.bfloat16 else e for e in expected]
+    got = run_onnx(export, inputs)
+    result = compare(expected, got, for_precision(precision))
+    if not result.passed:
+        problems = result.failures() if result.problem else [_problem(export.outputs[o.index].name, o)
+                                                             for o in result.outputs if not o.ok]
+        raise ValidationError(f"ONNX differs from PyTorch ({result.tolerances}): " + "; ".join(problems))
+    return {info.name: o.max_abs_error for info, o in zip(export.outputs, result.outputs, strict=True)}
 
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    try:
-        session = ort.InferenceSession(export.model_bytes, opts, providers=["CPUExecutionProvider"])
-        feeds = {}
-        for info, value in zip(export.inputs, inputs):
-            if not info.bound:  # a size the engine computes from its inputs' shapes
-                continue
-            if info.is_size:
-                feeds[info.name] = np.array(value, dtype=np.int64)
-                continue
-            if value.dtype == torch.bfloat16:
-                raise ValidationError("bf16 inputs cannot be fed to onnxruntime")
-            feeds[info.name] = value.numpy()
-        got = session.run([o.name for o in export.outputs], feeds)
-    except ValidationError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise ValidationError(f"onnxruntime could not run the exported ONNX: {exc}") from exc
 
-    rtol, atol = TOLERANCES.get(precision, TOLERANCES["fp32"])
-    report = {}
-    if len(got) != len(expected):
-        raise ValidationError(f"ONNX returns {len(got)} outputs, PyTorch {len(expected)}")
-    for info, ref, value in zip(export.outputs, expected, got):
-        ref_np = ref.detach().to(torch.float32).numpy() if ref.dtype == torch.bfloat16 else ref.detach().numpy()
-        if ref_np.dtype != value.dtype:
-            raise ValidationError(f"output {info.name!r}: ONNX dtype {value.dtype}, PyTorch {ref_np.dtype}")
-        if ref_np.shape != value.shape:
-            raise ValidationError(f"output {info.name!r}: ONNX shape {value.shape}, PyTorch {ref_np.shape}")
-        if ref_np.dtype.kind in "fc":
-            ok = np.allclose(value, ref_np, rtol=rtol, atol=atol, equal_nan=True)
-            err = float(np.max(np.abs(value.astype(np.float64) - ref_np.astype(np.float64)))) if ref_np.size else 0.0
-        else:
-            ok = np.array_equal(value, ref_np)
-            err = 0.0 if ok else float("inf")
-        if not ok:
-            raise ValidationError(
-                f"output {info.name!r}: ONNX differs from PyTorch (max abs error {err:.3g}, rtol {rtol}, atol {atol})"
-            )
-        report[info.name] = err
-    return report
+def _problem(name: str, output) -> str:
+    error = "" if output.max_abs_error is None else f", max abs error {output.max_abs_error:.3g}"
+    return f"output {name!r}: {output.problem}{error}"

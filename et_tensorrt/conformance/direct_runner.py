@@ -19,11 +19,8 @@ from typing import Any, List, Optional
 
 import torch
 
+from ..parity import SUITE
 from .flow import ET_TENSORRT_TEST_FLOW
-
-# The suite runner's comparison tolerances (executorch/backends/test/suite/runner.py).
-ATOL = 1e-1
-RTOL = 4e-2
 
 
 @dataclasses.dataclass
@@ -81,7 +78,7 @@ class DirectRunner:
         tester.to_executorch()
         tester.serialize()
         tester.run_method_and_compare_outputs(
-            inputs=None if generate_random_test_inputs else inputs, atol=ATOL, rtol=RTOL
+            inputs=None if generate_random_test_inputs else inputs, atol=SUITE.atol, rtol=SUITE.rtol
         )
         self.results.append(result)
         return result

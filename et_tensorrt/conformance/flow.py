@@ -18,6 +18,8 @@ from typing import Any, Mapping, Optional
 
 from executorch.backends.test.suite.flow import TestFlow
 
+from ..compile_specs import BuildOptions
+
 FLOW_NAME = "et_tensorrt"
 ONNX_CHECKED_FLOW_NAME = "et_tensorrt_onnx_checked"
 BACKEND_NAME = "et_tensorrt"
@@ -37,10 +39,14 @@ def make_tester(module, example_inputs, dynamic_shapes=None, **kwargs):
 def make_flow(
     name: str = FLOW_NAME,
     partitioner_options: Optional[Mapping[str, Any]] = None,
+    build_options: Optional[BuildOptions] = None,
     **flow_kwargs: Any,
 ) -> TestFlow:
-    """A ``TestFlow`` for our delegate; ``partitioner_options`` replace the flow defaults."""
+    """A ``TestFlow`` for our delegate; ``partitioner_options`` replace the flow defaults, ``build_options``
+    become the partitioners' compile specs."""
     options = dict(FLOW_PARTITIONER_OPTIONS if partitioner_options is None else partitioner_options)
+    if build_options is not None:
+        options["compile_specs"] = {**options.get("compile_specs", {}), **build_options.to_specs()}
     return TestFlow(
         name=name,
         backend=BACKEND_NAME,
@@ -51,9 +57,5 @@ def make_flow(
 
 
 ET_TENSORRT_TEST_FLOW = make_flow()
-ET_TENSORRT_ONNX_CHECKED_FLOW = make_flow(
-    ONNX_CHECKED_FLOW_NAME,
-    # et_tensorrt.compile_specs.VALIDATE, spelled out: importing et_tensorrt loads its native module.
-    partitioner_options={**FLOW_PARTITIONER_OPTIONS, "compile_specs": {"et_tensorrt.validate": True}},
-)
+ET_TENSORRT_ONNX_CHECKED_FLOW = make_flow(ONNX_CHECKED_FLOW_NAME, build_options=BuildOptions(validate=True))
 ET_TENSORRT_FLOWS = (ET_TENSORRT_TEST_FLOW, ET_TENSORRT_ONNX_CHECKED_FLOW)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import warnings
 from typing import Dict, Iterable, List, Mapping, Optional
 
@@ -12,7 +14,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
-from ..errors import PartitionError, PlacementWarning
+from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from . import device_rules, pre_decomposition
 from .dynamic_dims import declared_ranges, resolve_opt_sizes
 from .report import NodeDecision, PartitionReport, Reason
@@ -39,6 +41,20 @@ def _user_op_names(ops) -> frozenset:
     return frozenset(names)
 
 
+def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) -> Dict[str, List[str]]:
+    """``torch_executed_ops`` entries that match no node of the report (by op or packet name) -> up to three
+    close op names of the program."""
+    ops = sorted({d.op for d in report.nodes})
+    seen = set(ops) | {packet_name(op) for op in ops}
+    out = {}
+    for entry in sorted(set(torch_executed_ops) - seen):
+        bare = entry.split(".")[1] if entry.count(".") >= 1 else entry
+        close = [op for op in ops if bare and bare in op.split(".")[1:2]]
+        close += [op for op in difflib.get_close_matches(entry, ops, n=3, cutoff=0.6) if op not in close]
+        out[entry] = close[:3]
+    return out
+
+
 class TensorRTPartitioner(Partitioner):
     """Delegates to ``EtTensorRTBackend`` the nodes that pass placement, cast, capability and user
     rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes.
@@ -61,6 +77,10 @@ class TensorRTPartitioner(Partitioner):
         opt_sizes: Optional[Mapping[str, object]] = None,
     ):
         super().__init__()
+        # ExecuTorch finds the backend by class name among BackendDetails subclasses: make sure it is defined
+        # for anyone who lowers with this partitioner (imported here, not at module level: backend imports
+        # partition.supported_ops).
+        importlib.import_module("et_tensorrt.backend")
         if min_block_size < 1:
             raise ValueError(f"min_block_size must be >= 1, got {min_block_size}")
         options = dict(compile_specs or {})
@@ -210,6 +230,14 @@ class TensorRTPartitioner(Partitioner):
                 f"partitioner that ignores placement would have absorbed it into the "
                 f"{report.engine_device} engine and dropped its recorded device",
                 PlacementWarning,
+                stacklevel=2,
+            )
+        for op, close in unmatched_ops(self.torch_executed_ops, report).items():
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            warnings.warn(
+                f"et_tensorrt: torch_executed_ops entry {op!r} matches no node of this program (the partitioner "
+                f"sees ops after ExecuTorch's decompositions){hint}",
+                UnmatchedOpWarning,
                 stacklevel=2,
             )
         if self.require_full_compilation and report.host_nodes:

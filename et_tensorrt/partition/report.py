@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .._text import table
+
+REPORT_WIDTH = 100  # the printed report fits a 100-column terminal (the decision column wraps)
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -60,7 +64,7 @@ class PartitionReport:
         return {d.name: d.partition for d in self.nodes if d.partition is not None}
 
     def __str__(self) -> str:
-        placement = "placed" if self.placed else "unplaced (host-exported: runtime copies at the boundary)"
+        placement = "placed" if self.placed else "unplaced (the runtime copies at the boundary)"
         head = (
             f"et_tensorrt partition report: engine {self.engine_device}, graph {placement}\n"
             f"{len(self.partitions)} partition(s), {len(self.delegated)} node(s) delegated, "
@@ -68,15 +72,14 @@ class PartitionReport:
         )
         rows = [("node", "op", "device", "decision")]
         for d in self.nodes:
-            decision = d.partition if d.partition is not None else f"host: {d.reason}"
-            rows.append((d.name, d.op, d.devices or "-", decision))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        lines = [
-            "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
-            for row in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * len("decision"))
-        return head + "\n" + "\n".join(line.rstrip() for line in lines)
+            rows.append((d.name, d.op, d.devices or "-", d.partition or f"host: {_why(d)}"))
+        return head + "\n" + "\n".join(table(rows, width=REPORT_WIDTH))
+
+
+def _why(decision: NodeDecision) -> str:
+    """The reason, without a detail that only repeats the op (the op has its own column)."""
+    reason = decision.reason
+    return reason.code if reason.detail == decision.op else str(reason)
 
 
 def explain(exported_program, **partitioner_options) -> PartitionReport:

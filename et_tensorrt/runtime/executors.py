@@ -13,27 +13,39 @@ device when CUDA is usable and on the host when it is not, with one log line say
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
 import os
 import threading
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, read_blob
+from ..blob import DEVICE_CUDA, Blob, program_digest, read_blob
+from . import graph_program
 
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
+FALLBACK_POLICIES = ("pytorch", "error")
+# "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
+# that observe each executor call from Python, such as the GPU check's spy).
+INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
 
 # torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
 _LOAD_LOCK = threading.Lock()
 
 
 class PyTorchExecutor:
-    """Runs the partition's embedded ExportedProgram with PyTorch."""
+    """Runs the partition's embedded ExportedProgram with PyTorch.
+
+    Where the graph allows (aten operators, getitem, size arithmetic: every partition the partitioner makes
+    today), ``native`` is a C++ GraphInterpreter that the delegate calls without Python or the GIL;
+    otherwise ``run`` calls the lifted graph's generated code with the weights bound once.
+    """
 
     kind = "pytorch"
     writes_in_place = False
@@ -43,18 +55,26 @@ class PyTorchExecutor:
         self.reason = reason
         with _LOAD_LOCK:
             program = torch.export.load(io.BytesIO(blob.program))
-        module = program.module(check_guards=False)
-        # The placement plan has already checked every input against the blob's dim ranges. torch's own
-        # input check cannot: it tries to solve each size for its symbol and gives up on a computed size
-        # such as (s + 7) // 8, the input of an engine fed by another partition.
-        module.validate_inputs = False
-        self._module = module.to(device)
+        lifted = graph_program.lifted_tensors(program, device)
+        self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
+        if os.environ.get(INTERPRETER_ENV, "1") != "0":
+            try:
+                self.native = graph_program.encode(program, lifted)
+                self.path = "C++ graph interpreter"
+            except graph_program.NotEncodable as e:
+                self.path = f"Python graph code ({e})"
+        # The Python path (also used when the delegate is driven without the native interpreter). No grad
+        # mode to enter: no lifted tensor requires grad, and the delegate's inputs never do.
+        self._forward = program.graph_module.forward
+        self._lifted = tuple(t for t in lifted if t is not None)
+        self._user_outputs = graph_program.user_output_positions(program)
+        if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
+            raise RuntimeError("the partition's program takes user inputs before its weights")
 
     def run(self, inputs: Sequence, outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
         """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
-        with torch.no_grad():
-            result = self._module(*inputs)
-        return list(result) if isinstance(result, (tuple, list)) else [result]
+        result = self._forward(*self._lifted, *inputs)
+        return [result[i] for i in self._user_outputs]
 
 
 def choose_profile(profiles: list[list], arguments: Sequence) -> int | None:
@@ -80,20 +100,28 @@ class TensorRTExecutor:
     Size arguments: a size the engine computes from its inputs' shapes (unnamed in the blob) is not bound; a
     named one is a 0-d int64 input, read from host memory when TensorRT needs its value to infer shapes (a
     shape input), else from device memory. With several optimization profiles the first one holding every
-    argument is selected."""
+    argument is selected.
+
+    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes (and
+    size values) are set only when they change, outputs the delegate cannot share go to buffers reused while
+    their shape stays the same (the delegate copies them into ExecuTorch's memory right after, on the same
+    stream), and the device is switched only when the caller's current device is another.
+    """
 
     kind = "tensorrt"
     writes_in_place = True
+    path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
 
     def __init__(self, blob: Blob, device: torch.device, engine):
         self.device = device
         self.reason = ""
         self._engine = engine
         self._context = engine.create_execution_context()
+        self._index = device.index or 0
         self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
-        self._outputs = [e.name for e in blob.outputs]
-        self._dtypes = {e.name: _torch_dtype(e.dtype) for e in blob.outputs}
-        self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]
+        self._output_names = [e.name for e in blob.outputs]
+        self._output_dtypes = [_torch_dtype(e.dtype) for e in blob.outputs]
+        self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]  # unnamed sizes: derived
         self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
         self._size_memory = {
             e.name: torch.zeros((), dtype=torch.int64, device="cpu" if e.name in self._shape_inputs else device)
@@ -101,6 +129,9 @@ class TensorRTExecutor:
         }
         self._profiles = self._profile_ranges() if engine.num_optimization_profiles > 1 else []
         self._profile = 0
+        self._shapes: tuple | None = None  # the input shapes and size values the context was last given
+        self._output_shapes: list[tuple] = []
+        self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
 
     def _profile_ranges(self) -> list[list]:
         ranges = []
@@ -117,37 +148,49 @@ class TensorRTExecutor:
         return ranges
 
     def run(self, inputs, outputs):
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device)
-            bound = [inputs[i] for i, _ in self._bound]
+        if torch.cuda.current_device() != self._index:
+            with torch.cuda.device(self._index):
+                return self._run(inputs, outputs)
+        return self._run(inputs, outputs)
+
+    def _run(self, inputs, outputs):
+        context = self._context
+        stream = torch.cuda.current_stream(self._index).cuda_stream
+        bound = [inputs[i] for i, _ in self._bound]
+        shapes = tuple(v if isinstance(v, int) else tuple(v.shape) for v in bound)
+        if shapes != self._shapes:
             if self._profiles:
-                shapes = [v if isinstance(v, int) else tuple(v.shape) for v in bound]
                 profile = choose_profile(self._profiles, shapes)
                 if profile is None:
                     raise RuntimeError(f"no optimization profile of the engine holds the arguments {shapes}")
                 if profile != self._profile:
-                    self._context.set_optimization_profile_async(profile, stream.cuda_stream)
+                    context.set_optimization_profile_async(profile, stream)
                     self._profile = profile
             for (_, entry), value in zip(self._bound, bound):
-                if entry.is_size:
-                    memory = self._size_memory[entry.name]
-                    memory.fill_(int(value))  # host: TensorRT reads it at enqueue; device: ordered on the stream
-                    self._context.set_tensor_address(entry.name, memory.data_ptr())
-                    continue
-                self._context.set_input_shape(entry.name, tuple(value.shape))
-                self._context.set_tensor_address(entry.name, value.data_ptr())
-            results = []
-            for name, out in zip(self._outputs, outputs):
-                shape = tuple(self._context.get_tensor_shape(name))  # this call's, from the bound inputs
-                if out is None:  # not shareable: the delegate copies it into place afterwards
-                    out = torch.empty(shape, dtype=self._dtypes[name], device=self.device)
-                elif tuple(out.shape) != shape:  # the caller's planned (upper-bound) memory, contiguous
-                    out = out.view(-1)[: math.prod(shape)].view(shape)
-                self._context.set_tensor_address(name, out.data_ptr())
-                results.append(out)
-            if not self._context.execute_async_v3(stream.cuda_stream):
-                raise RuntimeError("TensorRT execute_async_v3 failed")
-            return results
+                if entry.is_size:  # host: TensorRT reads it at enqueue; device: ordered on the stream
+                    self._size_memory[entry.name].fill_(int(value))
+                else:
+                    context.set_input_shape(entry.name, tuple(value.shape))
+            self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
+            self._shapes = shapes
+        for (_, entry), value in zip(self._bound, bound):
+            memory = self._size_memory[entry.name] if entry.is_size else value
+            context.set_tensor_address(entry.name, memory.data_ptr())
+        results = []
+        for i, (name, out) in enumerate(zip(self._output_names, outputs)):
+            shape = self._output_shapes[i]
+            if out is None:  # not shareable: a reused buffer, copied into place by the delegate right after
+                out = self._output_buffers[i]
+                if out is None or tuple(out.shape) != shape:
+                    out = torch.empty(shape, dtype=self._output_dtypes[i], device=self.device)
+                    self._output_buffers[i] = out
+            elif tuple(out.shape) != shape:  # the caller's planned (upper-bound) memory, contiguous
+                out = out.view(-1)[: math.prod(shape)].view(shape)
+            context.set_tensor_address(name, out.data_ptr())
+            results.append(out)
+        if not context.execute_async_v3(stream):
+            raise RuntimeError("TensorRT execute_async_v3 failed")
+        return results
 
 
 def _torch_dtype(code: int) -> torch.dtype:
@@ -180,13 +223,78 @@ def _deserialize(blob: Blob, device: torch.device):
     return engine, ""
 
 
+def fallback_policy() -> str:
+    """``ET_TENSORRT_FALLBACK``: ``pytorch`` (unset or empty) or ``error``; any other value is refused."""
+    raw = os.environ.get(FALLBACK_ENV, "")
+    value = raw.strip().lower() or "pytorch"
+    if value not in FALLBACK_POLICIES:
+        raise ValueError(f"{FALLBACK_ENV}={raw!r} is not one of {', '.join(FALLBACK_POLICIES)}")
+    return value
+
+
+@dataclass
+class DelegateCall:
+    """One delegate call seen by :func:`record_calls`, with host copies of what went in and came out."""
+
+    partition: str  # et_tensorrt.blob.program_digest of the partition's program
+    executor: str  # "tensorrt" or "pytorch"
+    reason: str  # why not TensorRT ("" when TensorRT ran)
+    inputs: list[torch.Tensor | int]  # an int for a size argument
+    outputs: list[torch.Tensor]
+
+
+_recorders: list[list[DelegateCall]] = []  # the active record_calls() lists
+
+
+@contextlib.contextmanager
+def record_calls():
+    """Collects every call of a delegate initialized while active (``et-tensorrt check`` reads which executor
+    ran each partition, and on which inputs). Costs a host copy of every input and output."""
+    calls: list[DelegateCall] = []
+    _recorders.append(calls)
+    try:
+        yield calls
+    finally:
+        _recorders.remove(calls)
+
+
+class _Recorded:
+    """An executor whose calls are appended to the record_calls() lists active when it was made."""
+
+    native = None  # every call goes through run() below, so it can be recorded
+
+    def __init__(self, executor, partition: str, lists: list[list[DelegateCall]]):
+        self._executor, self._partition, self._lists = executor, partition, lists
+        self.path = f"{getattr(executor, 'path', executor.kind)}, recorded through Python"
+
+    def __getattr__(self, name):  # device, kind, writes_in_place, reason: the C++ handle reads them
+        return getattr(self._executor, name)
+
+    def run(self, inputs, outputs):
+        results = self._executor.run(inputs, outputs)
+        call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
+                            [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
+                            [t.detach().to("cpu", copy=True) for t in results])
+        for calls in self._lists:
+            calls.append(call)
+        return results
+
+
 def create_executor(blob_bytes) -> PyTorchExecutor | TensorRTExecutor:
+    policy = fallback_policy()  # a bad value is refused before anything is loaded
     blob = read_blob(blob_bytes)
+    executor = _create_executor(blob, policy)
+    if _recorders:
+        return _Recorded(executor, program_digest(blob.program), list(_recorders))
+    return executor
+
+
+def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecutor:
     device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
     engine, reason = _deserialize(blob, device)
     if engine is not None:
         return TensorRTExecutor(blob, device, engine)
-    if os.environ.get(FALLBACK_ENV, "pytorch").lower() == "error":
+    if policy == "error":
         raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
                            "the PyTorch fallback (unset it to allow)")
     if device.type == "cuda" and not torch.cuda.is_available():

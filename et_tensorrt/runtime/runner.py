@@ -7,6 +7,7 @@ written in place (``Method::set_output_data_ptr``), others are copied into them.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from typing import Optional, Sequence
@@ -16,21 +17,61 @@ import torch
 from .. import _C
 from ..errors import RunnerError
 
+# ExecuTorch's CPU kernels (for the ops our delegate does not take). Its static initializers register them into
+# libexecutorch.so; ExecuTorch's own Python binding links the same library (same soname), so whichever loads it
+# first, the kernels are registered once.
+KERNELS_LIBRARY = "libexecutorch_kernels_optimized.so"
 _kernels_loaded = False
 _kernels_lock = threading.Lock()
 
 
-def load_kernels() -> None:
-    """Register ExecuTorch's CPU kernels (for the ops our delegate does not take) into libexecutorch.so.
+def _executorch_lib_dirs() -> list[str]:
+    """``lib/`` folders to look in: first the one of the libexecutorch.so our extension loaded, then the wheel's."""
+    dirs = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if path.endswith("/libexecutorch.so"):
+                    dirs.append(os.path.dirname(path))
+                    break
+    except OSError:
+        pass
+    import executorch  # a namespace package: one portion per installed copy
 
-    They are registered by the kernel libraries ExecuTorch's own Python binding loads.
+    dirs.extend(os.path.join(p, "lib") for p in executorch.__path__)
+    return dirs
+
+
+def load_kernels() -> None:
+    """Register ExecuTorch's CPU kernels into libexecutorch.so by loading the kernel library itself.
+
+    Not through ``executorch.extension.pybindings``: that module imports ``executorch.exir`` (the
+    ahead-of-time stack and its dependencies), which a runtime-only install does not need.
     """
     global _kernels_loaded
     with _kernels_lock:
-        if not _kernels_loaded:
-            import executorch.extension.pybindings.portable_lib  # noqa: F401
+        if _kernels_loaded:
+            return
+        dirs = _executorch_lib_dirs()
+        for d in dirs:
+            path = os.path.join(d, KERNELS_LIBRARY)
+            if os.path.isfile(path):
+                ctypes.CDLL(path)
+                _kernels_loaded = True
+                return
+        raise RunnerError(f"ExecuTorch's kernel library {KERNELS_LIBRARY} is not in {dirs}; install "
+                          "executorch>=1.5.1,<1.6 (its wheel ships it in executorch/lib)")
 
-            _kernels_loaded = True
+
+def record_plans() -> _C.PlanRecording:
+    """The delegate plans of calls made through ExecuTorch's own runtime (which has no Runner)::
+
+        with et_tensorrt.record_plans() as rec:
+            method.execute([x])
+        rec.plans  # every delegate call's PlacementPlan on this thread inside the block, in order
+    """
+    return _C.PlanRecording()
 
 
 class Runner:
@@ -43,7 +84,9 @@ class Runner:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
             self._native = _C.ProgramRunner.from_file(path)
-        self.last_plan: Optional[_C.PlacementPlan] = None
+        # The plan of this Runner's last call (also after a failed call): each method input and output end to
+        # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
+        self.last_plan: Optional[_C.MethodPlan] = None
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
         self._lock = threading.Lock()
@@ -63,15 +106,17 @@ class Runner:
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
         with self._lock:
-            before = _C.last_plan()
             try:
                 results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
             finally:
-                plan = _C.last_plan()
-                # The plan of this call's (last) delegate; None when the method ran no delegate.
-                self.last_plan = plan if plan is not None and plan is not before else self.last_plan
+                self.last_plan = native.last_plan()
             self.outputs_written_in_place = list(in_place)
         return list(results)
+
+    @property
+    def last_plans(self) -> list[_C.PlacementPlan]:
+        """Every delegate's placement plan of the last call, in call order."""
+        return [] if self.last_plan is None else list(self.last_plan.delegates)
 
     def close(self) -> None:
         self._native = None

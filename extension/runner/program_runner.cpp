@@ -12,6 +12,7 @@
 #include "../aten_util/tensor_descriptor.h"
 #include "../aten_util/torch_view.h"
 #include "../runtime/delegate_handle.h"
+#include "../runtime/plan_recorder.h"
 
 namespace et_tensorrt {
 namespace {
@@ -55,7 +56,7 @@ void check_against_program(const executorch::aten::Tensor& t, const executorch::
   bool fits = static_cast<size_t>(t.dim()) == sizes.size();
   for (size_t d = 0; fits && d < sizes.size(); ++d) fits = t.size(d) <= sizes[d];
   if (!fits) {
-    throw std::invalid_argument(where + " has shape " + tuple_str(t.sizes()) + " but the program takes at most " +
+    throw InputShapeError(where + " has shape " + tuple_str(t.sizes()) + " but the program takes at most " +
                                 tuple_str(sizes));
   }
   const auto order = info.dim_order();
@@ -80,6 +81,30 @@ void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& inf
     throw std::invalid_argument(where + " is written in place: the tensor given for it must be contiguous and hold " +
                                 tuple_str(info.sizes()) + " elements");
   }
+}
+
+// Method::set_input's own refusals (a static dim that differs, a rank it cannot resize to) come back as a bare
+// error code; name the input, what the program takes and what was given instead.
+void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t, size_t index,
+               const std::string& method, const executorch::runtime::TensorInfo* info) {
+  const Error err = m.set_input(EValue(t), index);
+  if (err == Error::Ok) return;
+  std::string msg = "input " + std::to_string(index) + " of method '" + method + "' has shape " + tuple_str(t.sizes());
+  if (info != nullptr) {
+    msg += " but the program takes " + tuple_str(info->sizes()) +
+           ": dims exported as static cannot change (export with dynamic_shapes for the dims that vary)";
+  }
+  throw InputShapeError(msg + " (ExecuTorch error " + std::to_string(static_cast<int>(err)) + ")");
+}
+
+// Where the method's own input tensor points after set_input: the caller's memory, or the buffer ExecuTorch
+// planned for it and copied into. Method::get_input is deprecated for end users; a runner is its intended user.
+const void* method_input_data(const executorch::runtime::Method& m, size_t index) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const EValue& v = m.get_input(index);
+#pragma GCC diagnostic pop
+  return v.isTensor() ? v.toTensor().const_data_ptr() : nullptr;
 }
 
 } // namespace
@@ -114,6 +139,18 @@ void ProgramRunner::ensure_loaded(const std::string& method) {
   }
 }
 
+executorch::runtime::Method& ProgramRunner::loaded_method(const std::string& method) {
+  ensure_loaded(method);
+  // Module::method is deprecated for end users: the runner drives set_input/execute itself so that each
+  // refusal names its input, and reads where ExecuTorch put each input for the plan.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  auto m = module_->method(method);
+#pragma GCC diagnostic pop
+  if (!m.ok()) fail("cannot load method '" + method + "'", m.error());
+  return **m;
+}
+
 size_t ProgramRunner::num_inputs(const std::string& method) {
   ensure_loaded(method);
   auto meta = module_->method_meta(method);
@@ -125,22 +162,24 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
                                            const std::optional<std::vector<at::Tensor>>& outputs,
                                            std::vector<bool>* outputs_written_in_place) {
   ensure_loaded(method);
-  const size_t expected = num_inputs(method);
-  if (inputs.size() != expected) {
-    throw std::invalid_argument("method '" + method + "' takes " + std::to_string(expected) + " inputs, got " +
-                                std::to_string(inputs.size()));
-  }
-  // Descriptors own references to the caller's tensors for the whole call.
-  std::vector<TensorPtr> descriptors;
-  std::vector<EValue> values;
+  last_plan_.reset();
   auto meta = module_->method_meta(method);
   if (!meta.ok()) fail("no metadata for method '" + method + "'", meta.error());
+  if (inputs.size() != meta->num_inputs()) {
+    throw std::invalid_argument("method '" + method + "' takes " + std::to_string(meta->num_inputs()) +
+                                " inputs, got " + std::to_string(inputs.size()));
+  }
+  executorch::runtime::Method& m = loaded_method(method);
+  // Descriptors own references to the caller's tensors for the whole call.
+  std::vector<TensorPtr> descriptors;
+  std::vector<MethodInput> plan_inputs(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     descriptors.push_back(describe_input(inputs[i], i, method));
-    if (auto info = meta->input_tensor_meta(i); info.ok()) {
-      check_against_program(*descriptors.back(), *info, i, method);
-    }
-    values.emplace_back(*descriptors.back());
+    auto info = meta->input_tensor_meta(i);
+    if (info.ok()) check_against_program(*descriptors.back(), *info, i, method);
+    set_input(m, *descriptors.back(), i, method, info.ok() ? &*info : nullptr);
+    plan_inputs[i].caller = argument_info(*descriptors.back());
+    plan_inputs[i].copied_into_planned = info.ok() && info->is_memory_planned();
   }
   // Output memory: the caller's tensors where given. Outputs the program left unplanned
   // (lower(..., zero_copy_outputs=True)) are then written in place; without a caller tensor the runner
@@ -170,12 +209,33 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
     targets.push_back(target);
   }
   set_last_delegate_error("");
-  auto result = module_->execute(method, values);
-  if (!result.ok()) fail("method '" + method + "' failed", result.error());
+  Error status = Error::Ok;
+  std::vector<std::shared_ptr<const PlacementPlan>> delegate_plans;
+  {
+    PlanRecorder recorder;  // every delegate call of this method on this thread reports here
+    status = m.execute();
+    delegate_plans = recorder.plans();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) plan_inputs[i].method_data = method_input_data(m, i);
+  std::vector<MethodOutput> plan_outputs;
+  if (status == Error::Ok) {
+    for (size_t i = 0; i < m.outputs_size(); ++i) {
+      const EValue& v = m.get_output(i);
+      if (!v.isTensor()) continue;
+      MethodOutput o;
+      o.result = argument_info(v.toTensor());
+      o.written_in_place = i < in_place.size() && in_place[i];
+      o.caller_given = outputs && i < outputs->size();
+      plan_outputs.push_back(o);
+    }
+  }
+  last_plan_ = std::make_shared<MethodPlan>(
+      compose_method_plan(method, plan_inputs, plan_outputs, std::move(delegate_plans)));
+  if (status != Error::Ok) fail("method '" + method + "' failed", status);
 
   std::vector<at::Tensor> out;
-  for (size_t i = 0; i < result->size(); ++i) {
-    const EValue& v = (*result)[i];
+  for (size_t i = 0; i < m.outputs_size(); ++i) {
+    const EValue& v = m.get_output(i);
     if (!v.isTensor()) {
       throw RunnerError("output " + std::to_string(i) + " of method '" + method + "' is not a tensor");
     }
@@ -190,7 +250,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
           target = target.view(-1).narrow(0, 0, et.numel()).view(sizes);
         }
       } else {
-        target.copy_(copy_out(v.toTensor()));
+        target.copy_(torch_view(v.toTensor()));
       }
       out.push_back(target);
     } else {

@@ -11,10 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "method_plan.h"
+
 namespace et_tensorrt {
 
 struct RunnerError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// An input's shape is not one the method takes; the message names the input and both shapes.
+struct InputShapeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
 };
 
 class ProgramRunner {
@@ -33,12 +40,17 @@ class ProgramRunner {
                               const std::optional<std::vector<at::Tensor>>& outputs,
                               std::vector<bool>* outputs_written_in_place);
 
+  // The plan of this runner's last call (also after a failed call; null before any call).
+  std::shared_ptr<const MethodPlan> last_plan() const { return last_plan_; }
+
  private:
   ProgramRunner() = default;
   void ensure_loaded(const std::string& method);
+  executorch::runtime::Method& loaded_method(const std::string& method);
 
   std::string bytes_;  // program bytes when built from memory; must outlive module_
   std::unique_ptr<executorch::extension::Module> module_;
+  std::shared_ptr<const MethodPlan> last_plan_;
 };
 
 } // namespace et_tensorrt

@@ -2,9 +2,14 @@
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
+#include <c10/util/SmallVector.h>
+
+#include <chrono>
+
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
+#include "plan_recorder.h"
 #include "pointer_residence.h"
 
 namespace py = pybind11;
@@ -13,13 +18,10 @@ using executorch::runtime::EValue;
 namespace et_tensorrt {
 namespace {
 
-std::mutex g_last_mutex;
-std::shared_ptr<const PlacementPlan> g_last_plan;
 thread_local std::string t_last_error;
 
-// The descriptor's label, cross-checked against the CUDA driver where CUDA is usable: a host pointer
-// labelled cuda is an error (reading it on the device would fault); a device pointer labelled cpu is
-// taken at the driver's word, with a note in the plan.
+} // namespace
+
 ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
   ArgumentInfo v = argument_info(t);
   const PointerResidence where = pointer_residence(v.data);
@@ -37,8 +39,6 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
   return v;
 }
 
-} // namespace
-
 DelegateHandle::DelegateHandle(const void* blob, size_t size)
     : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),
       blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
@@ -48,16 +48,25 @@ DelegateHandle::DelegateHandle(const void* blob, size_t size)
   execution_device_ = torch_to_executorch_device(executor_.attr("device").cast<c10::Device>());
   executor_kind_ = executor_.attr("kind").cast<std::string>();
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
+  execution_device_torch_ = executorch_to_torch_device(execution_device_);
+  run_ = executor_.attr("run");
+  if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
+  // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
+  if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {
+    native_ = executor_.attr("native").cast<std::shared_ptr<GraphInterpreter>>();
+  }
 }
 
 DelegateHandle::~DelegateHandle() {
   if (Py_IsInitialized()) {
     py::gil_scoped_acquire gil;
+    run_ = py::object();
     executor_ = py::object();
     input_staging_.clear();
     output_staging_.clear();
   } else {
-    executor_.release();  // the interpreter is gone: nothing left to decref into
+    run_.release();  // the interpreter is gone: nothing left to decref into
+    executor_.release();
   }
 }
 
@@ -73,6 +82,7 @@ at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, cons
 }
 
 void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
+  const auto start = std::chrono::steady_clock::now();
   // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL.
   std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   if (Py_IsInitialized() && PyGILState_Check()) {
@@ -81,6 +91,20 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   } else {
     lock.lock();
   }
+  const std::shared_ptr<PlacementPlan> plan = plan_call(args);
+  const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
+  const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
+  const auto run_start = std::chrono::steady_clock::now();
+  const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
+  const auto executor_time = std::chrono::steady_clock::now() - run_start;
+  write_back(*plan, results, args);
+  // The plan was handed to the caller's recorder before the run; timings complete it (same object).
+  plan->executor_ns = static_cast<uint64_t>(std::chrono::nanoseconds(executor_time).count());
+  plan->delegate_ns =
+      static_cast<uint64_t>(std::chrono::nanoseconds(std::chrono::steady_clock::now() - start - executor_time).count());
+}
+
+std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Span<EValue*> args) {
   const size_t n_in = blob_.inputs.size();
   const size_t n_out = blob_.outputs.size();
   if (args.size() != n_in + n_out) {
@@ -88,6 +112,8 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
                               std::to_string(n_in) + " inputs and " + std::to_string(n_out) + " outputs");
   }
   std::vector<ArgumentInfo> in_args, out_args;
+  in_args.reserve(n_in);
+  out_args.reserve(n_out);
   for (size_t i = 0; i < args.size(); ++i) {
     if (i < n_in && args[i]->isInt()) {  // a size the partition reads (SymInt): checked by the plan
       in_args.push_back(size_argument_info(args[i]->toInt()));
@@ -100,62 +126,80 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   }
   auto plan = std::make_shared<PlacementPlan>(
       plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
-  {
-    std::lock_guard<std::mutex> last(g_last_mutex);
-    g_last_plan = plan;
-  }
-  last_plan_ = plan;
+  plan->executor_detail = executor_detail_;
+  record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());
   }
+  return plan;
+}
 
-  const c10::Device exec = executorch_to_torch_device(execution_device_);
-  py::gil_scoped_acquire gil;
-  py::list inputs(n_in), outputs(n_out);
-  for (size_t i = 0; i < n_in; ++i) {
-    if (plan->inputs[i].action == Placement::Value) {  // sizes go to the executor as Python ints
-      inputs[i] = py::int_(args[i]->toInt());
+std::vector<c10::IValue> DelegateHandle::bind_inputs(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  std::vector<c10::IValue> inputs;
+  inputs.reserve(plan.inputs.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i].action == Placement::Value) {  // a size: the executor takes the int
+      inputs.emplace_back(args[i]->toInt());
       continue;
     }
     at::Tensor caller = torch_view(args[i]->toTensor());
-    if (plan->inputs[i].action == Placement::Share) {
-      inputs[i] = py::cast(caller);
+    if (plan.inputs[i].action == Placement::Share) {
+      inputs.push_back(std::move(caller));
     } else {  // every copy kind: into a reused, contiguous staging buffer on the execution device
-      inputs[i] = py::cast(staging(input_staging_, i, caller, exec).copy_(caller));
+      inputs.push_back(staging(input_staging_, i, caller, execution_device_torch_).copy_(caller));
     }
   }
-  for (size_t i = 0; i < n_out; ++i) {
-    outputs[i] = plan->outputs[i].action == Placement::Share ? py::cast(torch_view(args[n_in + i]->toTensor()))
-                                                             : py::none();
+  return inputs;
+}
+
+std::vector<at::Tensor> DelegateHandle::bind_outputs(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  // Shared outputs: the executor writes straight into the caller's memory; the others (undefined) it allocates.
+  const size_t n_in = plan.inputs.size();
+  std::vector<at::Tensor> targets(plan.outputs.size());
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    if (plan.outputs[i].action == Placement::Share) targets[i] = torch_view(args[n_in + i]->toTensor());
   }
-  py::list results = executor_.attr("run")(inputs, outputs);
+  return targets;
+}
+
+std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<c10::IValue>& inputs,
+                                                   const std::vector<at::Tensor>& targets) {
+  py::gil_scoped_acquire gil;
+  py::tuple py_inputs(inputs.size()), py_targets(targets.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {  // sizes go to the executor as Python ints
+    py_inputs[i] = inputs[i].isInt() ? py::object(py::int_(inputs[i].toInt())) : py::cast(inputs[i].toTensor());
+  }
+  for (size_t i = 0; i < targets.size(); ++i) py_targets[i] = targets[i].defined() ? py::cast(targets[i]) : py::none();
+  const py::sequence results = run_(py_inputs, py_targets).cast<py::sequence>();
+  std::vector<at::Tensor> out;
+  out.reserve(results.size());
+  for (const py::handle r : results) out.push_back(r.cast<at::Tensor>());
+  return out;
+}
+
+void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
+                                executorch::runtime::Span<EValue*> args) {
+  const size_t n_in = plan.inputs.size();
+  const size_t n_out = plan.outputs.size();
   if (results.size() != n_out) {
     throw std::runtime_error("executor returned " + std::to_string(results.size()) + " results for " +
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
-    at::Tensor result = results[i].cast<at::Tensor>();
+    const at::Tensor& result = results[i];
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
-    std::vector<executorch::aten::SizesType> sizes(result.sizes().begin(), result.sizes().end());
+    c10::SmallVector<executorch::aten::SizesType, 8> sizes(result.sizes().begin(), result.sizes().end());
     // A dynamic output: ExecuTorch planned its upper bound; it takes the shape of this call's result.
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {
       throw std::runtime_error("output " + std::to_string(i) + " cannot be resized to the executor's result shape");
     }
-    if (plan->outputs[i].action == Placement::Share) {
+    if (plan.outputs[i].action == Placement::Share) {
       continue;  // the executor wrote into the caller's memory
     }
     torch_view(out).copy_(result);  // d2h / d2d / layout: torch picks the copy kind from the two devices
   }
-}
-
-std::shared_ptr<const PlacementPlan> DelegateHandle::last_plan() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_plan_;
-}
-
-std::shared_ptr<const PlacementPlan> last_placement_plan() {
-  std::lock_guard<std::mutex> last(g_last_mutex);
-  return g_last_plan;
 }
 
 std::string last_delegate_error() { return t_last_error; }

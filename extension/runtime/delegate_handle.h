@@ -1,8 +1,9 @@
 // Per-call binding for one delegate (one partition): reads the ExecuTorch descriptors of its
 // arguments, computes the placement plan, moves data where the plan says, and runs the executor.
 //
-// The executor itself is a Python object (et_tensorrt.runtime.executors): TensorRT through its Python
-// API where it can run, otherwise the partition's exported program with PyTorch. This class owns the
+// The executor is chosen and built in Python (et_tensorrt.runtime.executors): TensorRT through its Python
+// API where it can run (each call then takes the GIL), otherwise the partition's exported program with
+// PyTorch — through a C++ GraphInterpreter (no Python, no GIL per call) where the graph allows. This class owns the
 // blob bytes, the executor and the staging buffers (reused across calls while shapes stay the same).
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <executorch/runtime/core/span.h>
 
 #include "blob_reader.h"
+#include "graph_interpreter.h"
 #include "placement_plan.h"
 
 namespace et_tensorrt {
@@ -28,25 +30,41 @@ class DelegateHandle {
   DelegateHandle(const void* blob, size_t size);
   ~DelegateHandle();  // releases the Python executor under the GIL
 
-  // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute. Throws PlacementError
-  // (via PlacementRejected) on a rejected argument, or whatever the executor raised.
+  // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
+  // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.
   void execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
 
-  std::shared_ptr<const PlacementPlan> last_plan() const;
   const DelegateBlob& blob() const { return blob_; }
 
  private:
+  // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
+  std::shared_ptr<PlacementPlan> plan_call(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device;
+  // a size argument (action Value) is its int.
+  std::vector<c10::IValue> bind_inputs(const PlacementPlan& plan,
+                                      executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // Where the executor may write each output in place (the caller's memory), undefined where it allocates.
+  std::vector<at::Tensor> bind_outputs(const PlacementPlan& plan,
+                                       executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // The Python executor's run, under the GIL (TensorRT's Python API, or a graph the interpreter cannot run).
+  std::vector<at::Tensor> run_python(const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& targets);
+  // Copies every result the executor did not write in place into ExecuTorch's output.
+  void write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
+                  executorch::runtime::Span<executorch::runtime::EValue*> args);
   at::Tensor staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like, c10::Device device);
 
   std::vector<uint8_t> bytes_;  // owns the memory blob_ points into
   DelegateBlob blob_;
   pybind11::object executor_;
+  pybind11::object run_;  // executor_.run, looked up once
+  std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
+  c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
   std::string executor_kind_;
+  std::string executor_detail_;
   bool writes_in_place_ = false;
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state
-  std::shared_ptr<const PlacementPlan> last_plan_;
 };
 
 // A plan rejected an argument; what() lists every rejection.
@@ -54,9 +72,13 @@ struct PlacementRejected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The last plan any delegate in this process computed (for Runner.last_plan and the CLI), and the
-// last error message a delegate reported (ExecuTorch only passes error codes upwards).
-std::shared_ptr<const PlacementPlan> last_placement_plan();
+// One delegate argument's ArgumentInfo, its device label cross-checked against the CUDA driver where CUDA
+// is usable (pointer_residence.h): a host pointer labelled cuda throws PlacementRejected (reading it on the
+// device would fault); a device pointer labelled cpu is taken at the driver's word, with a note in the plan.
+// `arg` counts inputs then outputs, as execute() receives them; `n_in` is the number of inputs.
+ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in);
+
+// The last error message a delegate reported on this thread (ExecuTorch only passes error codes upwards).
 std::string last_delegate_error();
 void set_last_delegate_error(std::string message);
 

@@ -183,6 +183,8 @@ const char* placement_name(Placement p) {
     case Placement::CopyResult: return "copy result";
     case Placement::Value: return "value";
     case Placement::Reject: return "reject";
+    case Placement::CopyIntoPlanned: return "copy planned";
+    case Placement::CopyOut: return "copy out";
   }
   return "?";
 }

@@ -24,6 +24,9 @@ enum class Placement : uint8_t {
   CopyResult,          // the executor allocates its own results (PyTorch executor); copied into place
   Value,               // a size argument: an integer handed to the executor by value (no memory)
   Reject,
+  // At the method boundary, made by ExecuTorch or the runner, not by a delegate (see runner/method_plan.h):
+  CopyIntoPlanned,  // ExecuTorch copied a method input into the memory it planned for it
+  CopyOut,          // a method output in memory ExecuTorch reuses, copied out for the caller
 };
 
 const char* placement_name(Placement p);
@@ -63,9 +66,14 @@ struct TensorPlacement {
 
 struct PlacementPlan {
   EtDevice execution_device{EtDeviceType::CPU, 0};
-  std::string executor;  // "tensorrt" or "pytorch"
+  std::string executor;         // "tensorrt" or "pytorch"
+  std::string executor_detail;  // how it runs: "C++ graph interpreter", "Python graph code (why)", ...
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
+  // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,
+  // bind, write back, locks and GIL); 0 for a call that was rejected.
+  uint64_t executor_ns = 0;
+  uint64_t delegate_ns = 0;
 
   size_t bytes_copied() const;
   bool ok() const;                      // nothing rejected

@@ -1,6 +1,9 @@
 #include "pointer_residence.h"
 
 #include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
 
 namespace et_tensorrt {
 namespace {
@@ -12,12 +15,35 @@ constexpr int kAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 constexpr int kInvalidValue = 1;          // CUDA_ERROR_INVALID_VALUE
 constexpr unsigned kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
 
+// How many shared objects this process has loaded so far (glibc's dlpi_adds), read from the first entry only.
+unsigned long long libraries_loaded() {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        *static_cast<unsigned long long*>(data) = info->dlpi_adds;
+        return 1;  // one entry is enough: the counter is process-wide
+      },
+      &adds);
+  return adds;
+}
+
+// Looked up again until found: a process may run a host-only program before torch initializes CUDA (and
+// loads the driver); caching that first "absent" would switch the check off for the process's lifetime.
+// But only when a library was loaded since the last look: dlopen on every delegate argument costs tens of
+// microseconds in a process with many libraries, the counter tens of nanoseconds.
 CuPointerGetAttribute driver_entry() {
-  static CuPointerGetAttribute entry = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute")) : nullptr;
-  }();
-  return entry;
+  static std::atomic<CuPointerGetAttribute> entry{nullptr};
+  static std::atomic<unsigned long long> looked_at{0};
+  CuPointerGetAttribute found = entry.load(std::memory_order_acquire);
+  if (found != nullptr) return found;
+  const unsigned long long loaded = libraries_loaded();
+  if (looked_at.exchange(loaded, std::memory_order_acq_rel) == loaded) return nullptr;
+  if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    found = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+    dlclose(lib);  // NOLOAD took a reference to a library that stays loaded
+    entry.store(found, std::memory_order_release);
+  }
+  return found;
 }
 
 } // namespace

@@ -1,64 +1,70 @@
-"""`demo` end to end (subprocess), then `inspect` and `run` on the .pte the demo wrote.
-
-One lowering for the whole module: the demo's own (scope="module").
-"""
+"""`demo` end to end (subprocess, without -o: it must leave nothing behind), then `inspect` and `run` on the
+host-branch example lowered once in-process."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import zlib
 
 import pytest
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def cli(*args, env_dir, timeout=600):
-    env = dict(os.environ, ET_TENSORRT_CACHE_DIR=str(env_dir / "engines"))
-    return subprocess.run([sys.executable, "-m", "et_tensorrt", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, env=env, timeout=timeout)
-
-
-def error_lines(proc):
-    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
+from et_tensorrt.examples import host_branch as hb
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, run_cli):
     tmp = tmp_path_factory.mktemp("demo")
-    pte = tmp / "host_branch.pte"
-    proc = cli("demo", "-o", pte, env_dir=tmp)
-    return proc, pte, tmp
+    temp_root = tmp / "tmpdir"
+    temp_root.mkdir()
+    result = run_cli("demo", cwd=tmp, env={"TMPDIR": str(temp_root)})
+    return result, temp_root
 
 
-def test_demo_lowers_runs_and_checks_parity(demo):
-    proc, pte, _ = demo
-    out = proc.stdout
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+@pytest.fixture(scope="module")
+def pte(tmp_path_factory):
+    import et_tensorrt
+
+    path = tmp_path_factory.mktemp("pte") / "host_branch.pte"
+    path.write_bytes(et_tensorrt.lower(hb.export_on_host(), torch_executed_ops=hb.TORCH_EXECUTED_OPS))
+    return path
+
+
+def test_demo_lowers_runs_and_checks(demo):
+    result, temp_root = demo
+    out = result.stdout
+    assert result.status == 0, result.stdout + result.stderr
+    assert result.stderr == ""  # no third-party noise, no native cpuinfo lines
     assert "demo passed" in out
     # The placement rule, both views: placed (fake cuda export) and unplaced (host export).
     assert "graph placed" in out and "graph unplaced" in out
-    assert re.search(r"^to\s+aten\.to\.dtype_layout\s+cpu\s+host: cast:device-change \(cuda:0 -> cpu\)", out, re.M)
-    assert "host: user:torch_executed_ops (aten.sigmoid.default)" in out
-    assert "host: unsupported-op (aten.cumsum.default)" in out
-    # The backend's per-engine progress is shown.
-    assert re.search(r"\[et_tensorrt\] engine 1(/1)?: \d+ nodes, onnx", out)
-    # Plan and parity table.
+    assert re.search(
+        r"^to\s+aten\.to\.dtype_layout\s+cpu\s*\n\s+host: cast:device-change \(cuda:0 -> cpu\)$", out, re.M
+    )
+    assert re.search(
+        r"^aten_sigmoid_default\s+aten\.sigmoid\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M
+    )
+    assert re.search(r"^aten_cumsum_default\s+aten\.cumsum\.default\s+cpu\s+host: unsupported-op$", out, re.M)
+    assert re.search(r"\[et_tensorrt\] engine 1/1: \d+ nodes, onnx", out)
     assert re.search(r"input 0\s+share\s+cpu -> cpu\s+0\b", out)
-    parity = out[out.index("parity with eager PyTorch"):]
+    assert re.search(r"^\s+engine 1/1\s+\S+\s+\S+\s+\S+\s+ok$", out, re.M)
+    parity = out[out.index("the program's outputs as run here") :]
     assert len(re.findall(r"^\s+[01]\s+\(4, 10\)\s+\S+\s+\S+\s+ok$", parity, re.M)) == 2
-    assert pte.read_bytes()[4:8] == b"ET12"
+    # Without -o nothing is written: no temporary folder or program is left behind.
+    assert [p for p in temp_root.rglob("*") if p.suffix == ".pte" or p.name.startswith("et_tensorrt")] == []
 
 
-def test_inspect_shows_methods_delegates_and_io_table(demo):
-    _, pte, tmp = demo
-    proc = cli("inspect", pte, env_dir=tmp)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+def test_demo_reports_fit_100_columns(demo):
+    out = demo[0].stdout
+    reports = re.findall(r"^et_tensorrt partition report.*?(?=\n\n)", out, re.M | re.S)
+    assert len(reports) == 2
+    assert all(len(line) <= 100 for report in reports for line in report.splitlines())
+
+
+def test_inspect_shows_methods_delegates_and_io_table(pte, run_cli):
+    result = run_cli("inspect", pte, cwd=pte.parent)
+    assert result.status == 0 and result.stderr == ""
+    out = result.stdout
     assert "method 'forward': 1 input(s), 2 output(s), 1 delegate(s) (1 EtTensorRTBackend)" in out
     assert "input  0: float32[4, 16]" in out
     assert "aten::cumsum.out" in out  # the host branch's kernel is outside the delegate
@@ -78,34 +84,27 @@ def test_inspect_shows_methods_delegates_and_io_table(demo):
         kib = len(blob.engine) / 1024
         assert f"engine: {kib:,.1f} KiB" in out or f"engine: {len(blob.engine):,} B" in out
     for entry in blob.io:
-        row = re.search(rf"^\s+{'input' if entry.role == 0 else 'output'}\s+{re.escape(entry.name)}\s+(\S+)\s+(\S+)\s+(\[.*\])$",
-                        out, re.M)
+        role = "input" if entry.role == 0 else "output"
+        row = re.search(rf"^\s+{role}\s+{re.escape(entry.name)}\s+(\S+)\s+(\S+)\s+(\[.*\])$", out, re.M)
         assert row, entry.name
         assert row.group(2) == entry.device
         assert row.group(3) == "[" + ", ".join(str(d.min) for d in entry.dims) + "]"
 
 
-def test_inspect_truncated_pte_is_one_error_line(demo, tmp_path):
-    _, pte, tmp = demo
-    bad = tmp_path / "truncated.pte"
-    bad.write_bytes(pte.read_bytes()[:200])  # a real header, a broken body
-    proc = cli("inspect", bad, env_dir=tmp)
-    assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr
-    (line,) = error_lines(proc)
-    assert "could not be parsed as an ExecuTorch program" in line
+def test_inspect_truncated_pte_is_one_error_line(pte, tmp_path, run_cli):
+    (tmp_path / "truncated.pte").write_bytes(pte.read_bytes()[:200])  # a real header, a broken body
+    result = run_cli("inspect", "truncated.pte", cwd=tmp_path)
+    assert result.status == 1
+    assert "could not be parsed as an ExecuTorch program" in result.error_line
 
 
-def test_run_with_inputs_matches_eager(demo, tmp_path):
-    from et_tensorrt.examples import host_branch as hb
-
-    _, pte, tmp = demo
+def test_run_with_inputs_matches_eager(pte, tmp_path, run_cli):
     inputs = list(hb.example_inputs())
     torch.save(inputs, tmp_path / "inputs.pt")
-    proc = cli("run", pte, "--inputs", tmp_path / "inputs.pt", "--repeat", 3, env_dir=tmp)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
-    assert "placement plan of the last et_tensorrt delegate call: executor" in out
+    result = run_cli("run", pte, "--inputs", "inputs.pt", "--repeat", 3, cwd=tmp_path)
+    assert result.status == 0 and result.stderr == ""
+    out = result.stdout
+    assert "placement plan of the call: 1 delegate call, executor" in out
     assert re.search(r"input 0\s+share", out)
     assert re.search(r"output 0\s+\S.*\s+\d[\d,]*\s", out)
     assert re.search(r"3 calls: median [\d.]+ ms", out)
@@ -117,23 +116,22 @@ def test_run_with_inputs_matches_eager(demo, tmp_path):
         assert float(m.group(1)) == pytest.approx(e.double().sum().item(), rel=1e-5, abs=1e-5)
     # The input's checksum is the crc32 of exactly the bytes we saved.
     crc = f"{zlib.crc32(inputs[0].contiguous().view(torch.uint8).numpy().tobytes()):08x}"
-    assert f"input  0: float32[4, 16] on cpu" in out and f"crc32={crc}" in out
+    assert "input  0: float32[4, 16] on cpu" in out and f"crc32={crc}" in out
 
 
-def test_run_random_inputs_of_the_recorded_shape(demo):
-    _, pte, tmp = demo
-    proc = cli("run", pte, "--seed", 7, env_dir=tmp)
-    assert proc.returncode == 0, proc.stderr
-    assert "random inputs (seed 7) of the recorded shapes" in proc.stdout
-    assert "input  0: float32[4, 16] on cpu" in proc.stdout
-    assert "output 1: float32[4, 10] on cpu" in proc.stdout
+def test_run_random_inputs_of_the_recorded_shape(pte, run_cli):
+    result = run_cli("run", pte, "--seed", 7, cwd=pte.parent)
+    assert result.status == 0, result.stderr
+    assert "random inputs (seed 7) of the recorded shapes" in result.stdout
+    assert "input  0: float32[4, 16] on cpu" in result.stdout
+    assert "output 1: float32[4, 10] on cpu" in result.stdout
 
 
-def test_run_mismatched_input_shape(demo, tmp_path):
-    _, pte, tmp = demo
+def test_run_mismatched_input_shape(pte, tmp_path, run_cli):
     torch.save([torch.randn(3, 16)], tmp_path / "wrong.pt")
-    proc = cli("run", pte, "--inputs", tmp_path / "wrong.pt", env_dir=tmp)
-    assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr
-    (line,) = error_lines(proc)
-    assert "input 0: shape (3, 16) does not match the program's (4, 16)" in line
+    result = run_cli("run", pte, "--inputs", "wrong.pt", cwd=tmp_path)
+    assert result.status == 1
+    assert result.error_line == (
+        "error: input 0 of method 'forward' has shape (3, 16) but the program takes (4, 16): dims exported as "
+        "static cannot change (export with dynamic_shapes for the dims that vary) (ExecuTorch error 16)"
+    )

@@ -1,70 +1,113 @@
-"""Bad input for every command: one clear `error:` line, no traceback, a non-zero status.
+"""Bad input for every command: exactly one `error:` line on stderr, nothing on stdout when the command line
+is wrong, and the documented exit status: 2 for a bad command line (checked before any work), 1 for a
+file that cannot be used.
 
-Each command gets one subprocess case; the rest run in-process through `cli.main` (same code path,
-without paying for a new interpreter per case).
+The real command runs in a subprocess for each case the front door must get right; the rest run
+in-process through `cli.main` (same code path, without a new interpreter per case).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import argparse
+import zipfile
 
 import pytest
 import torch
 
 from et_tensorrt import cli
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_cli(*args, tmp):
-    env = dict(os.environ, ET_TENSORRT_CACHE_DIR=str(tmp / "engines"))
-    return subprocess.run([sys.executable, "-m", "et_tensorrt", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, env=env, timeout=300)
+from et_tensorrt.cli.parser import build_parser
 
 
-def one_error_line(stderr: str) -> str:
-    assert "Traceback" not in stderr
-    lines = [line for line in stderr.splitlines() if line.startswith("error")]
-    assert len(lines) == 1, stderr
-    return lines[0]
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A real program, inputs, a junk file, and a program recorded on cuda (as a GPU machine saves it)."""
+    tmp = tmp_path_factory.mktemp("files")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    torch.export.save(torch.export.export(model, (torch.randn(2, 4),)), tmp / "net.pt2")
+    (tmp / "junk.pt2").write_bytes(b"PK\x03\x04 not a zip archive" * 8)
+    with zipfile.ZipFile(tmp / "net.pt2") as src, zipfile.ZipFile(tmp / "cuda.pt2", "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith(".json"):
+                data = data.replace(
+                    b'"device": {"type": "cpu", "index": null}', b'"device": {"type": "cuda", "index": 0}'
+                )
+            dst.writestr(info, data)
+    (tmp / "m.pte").write_bytes(b"\0" * 64)
+    return tmp
 
 
-# ---------------------------------------------------------------------------------------- subprocess
+USAGE_ERRORS = {
+    "output folder missing": (("lower", "net.pt2", "-o", "missing/dir/x.pte"), "the folder", "does not exist"),
+    "min-block-size -1": (("lower", "net.pt2", "-o", "x.pte", "--min-block-size", "-1"), "--min-block-size", ">= 1"),
+    "repeat 0": (("run", "m.pte", "--repeat", "0"), "--repeat", ">= 1"),
+    "atol -1": (("check", "net.pt2", "--atol", "-1"), "--atol", ">= 0"),
+    "target-device gpu": (("lower", "net.pt2", "-o", "x.pte", "--target-device", "gpu"), "'gpu'", "cuda[:N]"),
+    "target-device cpu": (("demo", "--target-device", "cpu"), "TensorRT engines run on a cuda device", ""),
+    "op without namespace": (
+        ("lower", "net.pt2", "-o", "x.pte", "--torch-executed-op", "relu"),
+        "'relu' is not a torch op",
+        "did you mean aten.relu.default",
+    ),
+    "op that does not exist": (
+        ("check", "net.pt2", "--torch-executed-op", "aten.not_an_op.default"),
+        "'aten.not_an_op.default' is not a torch op",
+        "",
+    ),
+    "precision fp8": (("lower", "net.pt2", "-o", "x.pte", "--precision", "fp8"), "invalid choice: 'fp8'", ""),
+    "missing program": (("lower", "absent.pt2", "-o", "x.pte"), "'absent.pt2' does not exist", ""),
+    "no command": ((), "COMMAND", "see 'et-tensorrt --help'"),
+}
 
 
-def test_lower_missing_program(tmp_path):
-    proc = run_cli("lower", tmp_path / "absent.pt2", "-o", tmp_path / "x.pte", tmp=tmp_path)
-    assert proc.returncode == 1
-    assert "does not exist" in one_error_line(proc.stderr)
-    assert not (tmp_path / "x.pte").exists()
+@pytest.mark.parametrize("case", list(USAGE_ERRORS))
+def test_usage_error_is_one_line_and_status_2(run_cli, files, case):
+    args, *expected = USAGE_ERRORS[case]
+    result = run_cli(*args, cwd=files)
+    assert result.status == cli.EXIT_USAGE, result.stderr
+    line = result.error_line
+    assert all(text in line for text in expected), line
+    assert result.stdout == ""
+    assert not (files / "x.pte").exists()
 
 
-def test_inspect_corrupt_pte(tmp_path):
-    (tmp_path / "junk.pte").write_bytes(os.urandom(64))
-    proc = run_cli("inspect", tmp_path / "junk.pte", tmp=tmp_path)
-    assert proc.returncode == 1
-    assert "is not an ExecuTorch program" in one_error_line(proc.stderr)
+def test_bogus_fallback_policy_is_a_usage_error(run_cli, files):
+    result = run_cli("run", "m.pte", cwd=files, env={"ET_TENSORRT_FALLBACK": "bogus"})
+    assert result.status == cli.EXIT_USAGE
+    assert "ET_TENSORRT_FALLBACK='bogus' is not one of pytorch, error" in result.error_line
+    assert result.stdout == ""
 
 
-def test_run_unsupported_device_string(tmp_path):
-    (tmp_path / "m.pte").write_bytes(b"\0" * 64)
-    proc = run_cli("run", tmp_path / "m.pte", "--device", "tpu:0", tmp=tmp_path)
-    assert proc.returncode == 1
-    assert "'tpu:0' is not a supported device string" in one_error_line(proc.stderr)
+def test_junk_program_is_one_line(run_cli, files):
+    result = run_cli("lower", "junk.pt2", "-o", "x.pte", cwd=files)
+    assert result.status == cli.EXIT_ERROR
+    assert "'junk.pt2' is not a torch.export.save program" in result.error_line  # no torch.export traceback first
 
 
-def test_check_missing_program(tmp_path):
-    proc = run_cli("check", tmp_path / "absent.pt2", tmp=tmp_path)
-    assert proc.returncode == 1
-    assert "does not exist" in one_error_line(proc.stderr)
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the message for a CPU-only torch")
+def test_cuda_program_on_cpu_torch_says_so(run_cli, files):
+    result = run_cli("check", "cuda.pt2", cwd=files)
+    assert result.status == cli.EXIT_ERROR
+    line = result.error_line
+    assert "holds tensors saved on a cuda device" in line and "torch.cuda.is_available() is False" in line
 
 
-def test_demo_unsupported_target_device(tmp_path):
-    proc = run_cli("demo", "--target-device", "cpu", tmp=tmp_path)
-    assert proc.returncode == 1
-    assert "TensorRT engines run on a cuda device" in one_error_line(proc.stderr)
+def test_version(run_cli, files):
+    result = run_cli("--version", cwd=files)
+    assert result.status == 0 and result.stderr == ""
+    import et_tensorrt
+
+    assert result.stdout.startswith(f"et-tensorrt {et_tensorrt.__version__} (torch {torch.__version__}")
+
+
+def test_every_option_and_command_has_help():
+    parser = build_parser(cli.COMMANDS)
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) == set(cli.COMMANDS)
+    assert all(choice.help for choice in sub._choices_actions)
+    for name, command in [("et-tensorrt", parser), *sub.choices.items()]:
+        undocumented = [a.dest for a in command._actions if not a.help]
+        assert not undocumented, f"{name}: {undocumented}"
 
 
 # ------------------------------------------------------------------------------------------ in-process
@@ -73,79 +116,48 @@ def test_demo_unsupported_target_device(tmp_path):
 def main_err(capsys, *argv):
     code = cli.main([str(a) for a in argv])
     captured = capsys.readouterr()
-    return code, one_error_line(captured.err)
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    return code, lines[0]
 
 
 @pytest.mark.parametrize("device", ["cpu", "tpu", "cuda:x", "cuda:-1", "CUDA:0", "cuda:0:1"])
-def test_lower_refuses_device_strings(tmp_path, capsys, device):
-    program = tmp_path / "p.pt2"
-    program.write_bytes(b"not read: the device is checked first")
-    code, line = main_err(capsys, "lower", program, "-o", tmp_path / "o.pte", "--target-device", device)
-    assert code == 1 and f"--target-device {device!r}" in line
+def test_lower_refuses_device_strings(files, device):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lower", str(files / "net.pt2"), "-o", str(files / "o.pte"), "--target-device", device])
+    assert exc.value.code == cli.EXIT_USAGE
 
 
-def test_debug_raises_instead_of_one_line(tmp_path):
-    with pytest.raises(cli.CliError, match="does not exist"):
-        cli.main(["--debug", "inspect", str(tmp_path / "absent.pte")])
+def test_debug_raises_instead_of_one_line(files):
+    with pytest.raises(cli.CliError, match="is not a torch.export.save program"):
+        cli.main(["--debug", "lower", str(files / "junk.pt2"), "-o", str(files / "o.pte")])
 
 
-def test_lower_corrupt_program(tmp_path, capsys):
-    (tmp_path / "p.pt2").write_text("hello")
-    code, line = main_err(capsys, "lower", tmp_path / "p.pt2", "-o", tmp_path / "o.pte")
-    assert code == 1 and "is not a torch.export.save program" in line
+def test_inspect_corrupt_pte(files, capsys):
+    code, line = main_err(capsys, "inspect", files / "m.pte")
+    assert code == cli.EXIT_ERROR and "is not an ExecuTorch program" in line
 
 
-def test_min_block_size_must_be_positive(tmp_path, capsys):
-    (tmp_path / "p.pt2").write_text("x")
-    code, line = main_err(capsys, "lower", tmp_path / "p.pt2", "-o", tmp_path / "o.pte", "--min-block-size", 0)
-    assert code == 1 and "--min-block-size must be >= 1" in line
+def test_output_that_is_a_folder(files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["lower", str(files / "net.pt2"), "-o", str(files)])
+    assert exc.value.code == cli.EXIT_USAGE
+    assert "is a folder" in capsys.readouterr().err
 
 
-def test_inspect_missing_and_directory(tmp_path, capsys):
-    code, line = main_err(capsys, "inspect", tmp_path / "absent.pte")
-    assert code == 1 and "does not exist" in line
-    code, line = main_err(capsys, "inspect", tmp_path)
-    assert code == 1 and "is not a file" in line
+def test_input_that_is_a_folder(files, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["inspect", str(files)])
+    assert "is not a file" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
-def test_run_cuda_without_cuda(tmp_path, capsys):
-    (tmp_path / "m.pte").write_bytes(b"\0" * 64)
-    code, line = main_err(capsys, "run", tmp_path / "m.pte", "--device", "cuda:0")
-    assert code == 1 and "CUDA is not available on this machine" in line
+def test_run_cuda_without_cuda(files, capsys):
+    code, line = main_err(capsys, "run", files / "m.pte", "--device", "cuda:0")
+    assert code == cli.EXIT_ERROR and "CUDA is not available on this machine" in line
 
 
-def test_run_corrupt_pte(tmp_path, capsys):
-    (tmp_path / "m.pte").write_bytes(b"\x00\x00\x00\x00XXXX" + os.urandom(64))
-    code, line = main_err(capsys, "run", tmp_path / "m.pte")
-    assert code == 1 and "is not an ExecuTorch program" in line
-
-
-def test_inputs_file_must_hold_tensors(tmp_path, capsys):
-    (tmp_path / "m.pte").write_bytes(b"\0" * 64)
-    torch.save({"x": 1}, tmp_path / "in.pt")
-    code, line = main_err(capsys, "run", tmp_path / "m.pte", "--inputs", tmp_path / "in.pt")
-    assert code == 1 and "must hold a tensor or a list/tuple of tensors" in line
-    code, line = main_err(capsys, "run", tmp_path / "m.pte", "--inputs", tmp_path / "absent.pt")
-    assert code == 1 and "inputs file" in line and "does not exist" in line
-
-
-def test_bad_option_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["lower", "x.pt2", "-o", "y.pte", "--precision", "fp8"])
-    assert exc.value.code == cli.EXIT_USAGE
-    assert "invalid choice: 'fp8'" in capsys.readouterr().err
-
-
-def test_compare_flags_mismatches():
-    a = torch.tensor([1.0, 2.0, float("nan")])
-    rows, ok = cli.compare([a], [a.clone()], 1e-3, 1e-3)
-    assert ok and rows[0][-1] == "ok"
-    rows, ok = cli.compare([a], [a + torch.tensor([0.0, 0.01, 0.0])], 1e-3, 1e-3)
-    assert not ok and rows[0][-1] == "MISMATCH" and rows[0][2] == "1.000e-02"
-    rows, ok = cli.compare([a], [torch.tensor([1.0, 2.0, 3.0])], 1e-3, 1e-3)
-    assert not ok and "NaN" in rows[0][-1]
-    rows, ok = cli.compare([a], [a[:2]], 1e-3, 1e-3)
-    assert not ok and "MISMATCH" in rows[0][-1]
-    rows, ok = cli.compare([a], [a, a], 1e-3, 1e-3)
-    assert not ok and "2 output(s), eager has 1" in rows[0][-1]
+def test_inputs_file_must_hold_tensors(files, capsys):
+    torch.save({"x": 1}, files / "in.pt")
+    code, line = main_err(capsys, "run", files / "m.pte", "--inputs", files / "in.pt")
+    assert code == cli.EXIT_ERROR and "must hold a tensor or a list/tuple of tensors" in line

@@ -23,11 +23,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import _C
 from et_tensorrt import blob as B
-
-# Loose enough for the last-bit differences between the eager module (aten.linear, conv with its own
-# algorithm choice) and the embedded decomposed edge graph (addmm + permute_copy, ...); tight enough to
-# catch any real numerical change.
-RTOL, ATOL = 1e-5, 1e-6
+from et_tensorrt.parity import EXACT, SAME_MATH, Tolerances, compare
 
 DYNAMIC_BATCH = (2, 16)  # conftest's dynamic model: the batch range it is exported (and profiled) for
 
@@ -132,22 +128,18 @@ class Tester:
     def expected(self, inputs: Optional[Sequence[torch.Tensor]] = None) -> list[torch.Tensor]:
         return eager(self.model, self.last_inputs if inputs is None else self._inputs(inputs))
 
-    def check_parity(self, *, exact: bool = False, rtol: float = RTOL, atol: float = ATOL) -> "Tester":
+    def check_parity(self, *, exact: bool = False, tolerances: Tolerances = SAME_MATH) -> "Tester":
         """Both entry points against eager PyTorch, on the inputs of the last run.
 
-        ``exact``: bitwise equal (``rtol=atol=0``) — only where observed to hold for the model.
+        ``tolerances``: ``parity.SAME_MATH`` by default (the PyTorch fallback runs the decomposed edge graph,
+        eager the module: last-bit differences); ``exact``: bitwise equal — only where observed to hold.
         """
         expected = self.expected()
         assert self.runner_outputs, "run_runner() first"
         assert self.executorch_outputs, "run_executorch() first"
         for name, got in (("Runner", self.runner_outputs), ("executorch.runtime", self.executorch_outputs)):
-            assert len(got) == len(expected), f"{name}: {len(got)} outputs, eager has {len(expected)}"
-            for i, (g, e) in enumerate(zip(got, expected)):
-                assert g.dtype == e.dtype and g.shape == e.shape, (name, i, g.dtype, g.shape, e.dtype, e.shape)
-                if exact:
-                    torch.testing.assert_close(g, e, rtol=0, atol=0, msg=lambda m: f"{name} output {i}: {m}")
-                else:
-                    torch.testing.assert_close(g, e, rtol=rtol, atol=atol, msg=lambda m: f"{name} output {i}: {m}")
+            result = compare(expected, got, EXACT if exact else tolerances)
+            assert result.passed, f"{name} vs eager ({result.tolerances}): " + "; ".join(result.failures())
         # The two entry points run the same delegate on the same inputs: they must agree bit for bit.
         for i, (a, b) in enumerate(zip(self.runner_outputs, self.executorch_outputs)):
             assert torch.equal(a, b), f"output {i}: Runner and executorch.runtime disagree"

@@ -144,10 +144,16 @@ def test_host_op_between_two_partitions(host_between):
     assert "torch_executed_ops" in str(report.host_nodes["aten_sigmoid_default"])
     assert len(delegate_blobs(host_between.pte)) == 2
     host_between.run_both(torch.randn(3, 8)).check_parity()
-    # The last plan is the second delegate's: its input is the host op's output (shared, not the caller's x).
+    # Every delegate's plan, in call order: the first reads the caller's x, the second the host op's output.
+    x = host_between.last_inputs[0]
+    first, second = host_between.runner.last_plans
+    assert first.inputs[0].action == second.inputs[0].action == "share"
+    assert first.inputs[0].data_ptr == x.data_ptr() != second.inputs[0].data_ptr
+    # The method's input 0 is the first delegate's input 0; its output the second delegate's (copied out).
     plan = host_between.runner.last_plan
-    assert plan.inputs[0].action == "share"
-    assert plan.inputs[0].data_ptr != host_between.last_inputs[0].data_ptr()
+    assert plan.inputs[0].data_ptr == x.data_ptr() and plan.inputs[0].action == "share"
+    assert plan.outputs[0].data_ptr == second.outputs[0].data_ptr
+    assert plan.bytes_copied == first.bytes_copied + second.bytes_copied + plan.boundary_bytes
 
 
 @pytest.mark.parametrize("batch", [DYNAMIC_BATCH[0], 7, DYNAMIC_BATCH[1]])

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import et_tensorrt
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from runtime_harness import MLP, Tester  # noqa: E402
@@ -35,29 +37,33 @@ def test_default_lowering_shares_the_callers_input_memory(mlp_tester):
 
 
 def test_zero_copy_through_executorch_runtime_too(mlp_tester):
-    """ExecuTorch's own Python runtime on the same .pte: the delegate also sees the caller's pointer."""
-    from et_tensorrt import _C
-
+    """ExecuTorch's own Python runtime on the same .pte: the delegate also sees the caller's pointer, and
+    record_plans() shows it (there is no Runner to hold the plan)."""
     x = torch.randn(2, 8)
-    mlp_tester.run_executorch([x])
-    plan = _C.last_plan()
+    with et_tensorrt.record_plans() as rec:
+        mlp_tester.run_executorch([x])
+    (plan,) = rec.plans
     assert plan.inputs[0].action == "share"
     assert plan.inputs[0].data_ptr == x.data_ptr()
 
 
 def test_planned_inputs_are_copied_by_executorch(planned_inputs_tester):
     """zero_copy_inputs=False: ExecuTorch copies the input into its planned buffer before the delegate runs.
-    The delegate still "shares" what it is given (that buffer, on its own device), but the pointer is not
-    the caller's; it stays the same planned buffer from call to call."""
+    The method plan says so (the delegate itself "shares" what it is given: ExecuTorch's copy, not the
+    caller's memory); the planned buffer stays the same from call to call."""
     x = torch.randn(2, 8)
     planned_inputs_tester.run_runner([x]).run_executorch([x]).check_parity()
     plan = planned_inputs_tester.runner.last_plan
-    assert plan.inputs[0].action == "share"
-    assert plan.inputs[0].data_ptr != x.data_ptr()
-    planned = plan.inputs[0].data_ptr
+    assert plan.inputs[0].action == "copy planned"
+    assert plan.inputs[0].bytes >= x.numel() * x.element_size()
+    assert "zero_copy_inputs=True" in plan.inputs[0].reason
+    (delegate,) = planned_inputs_tester.runner.last_plans
+    assert delegate.inputs[0].action == "share"
+    planned = delegate.inputs[0].data_ptr
+    assert planned == plan.inputs[0].data_ptr != x.data_ptr()
     y = torch.randn(2, 8)
     planned_inputs_tester.run_runner([y])
-    assert planned_inputs_tester.runner.last_plan.inputs[0].data_ptr == planned != y.data_ptr()
+    assert planned_inputs_tester.runner.last_plans[0].inputs[0].data_ptr == planned != y.data_ptr()
 
 
 def test_preallocated_output_is_returned_with_the_values(mlp_tester):
@@ -73,11 +79,15 @@ def test_preallocated_output_is_returned_with_the_values(mlp_tester):
     assert out.data_ptr() == ptr
     assert torch.equal(out, expected)
     assert mlp_tester.runner.outputs_written_in_place == [False]
-    # The plan: the PyTorch executor allocates its result; the delegate copies it into the planned output.
+    # The plan: the PyTorch executor allocates its result, the delegate copies it into the planned output,
+    # and the Runner copies that into `out`: two copies of the output, both reported.
     plan = mlp_tester.runner.last_plan
+    nbytes = out.numel() * out.element_size()
     assert plan.executor == "pytorch"
     assert plan.outputs[0].action == "copy result"
-    assert plan.outputs[0].bytes == out.numel() * out.element_size()
+    assert plan.outputs[0].bytes == 2 * nbytes
+    assert "copied into the caller's tensor" in plan.outputs[0].reason
+    assert mlp_tester.runner.last_plans[0].outputs[0].bytes == nbytes
     assert plan.bytes_copied == plan.outputs[0].bytes
 
 

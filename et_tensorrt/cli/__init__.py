@@ -1,0 +1,81 @@
+"""The `et-tensorrt` / `python -m et_tensorrt` command line.
+
+Commands: demo, lower, inspect, run, check, describe (`et-tensorrt COMMAND --help` for each).
+Exit status: 0 success; 1 error (one `error:` line on stderr; `--debug` shows the traceback); 2 bad
+command line (checked before any work); 3 `check`/`demo` did not pass; 4 the lowering delegated nothing
+(`--allow-no-delegate` accepts that).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import OptionError
+from .commands import cmd_check, cmd_demo, cmd_describe, cmd_inspect, cmd_lower, cmd_run
+from .common import (
+    EXIT_ERROR,
+    EXIT_MISMATCH,
+    EXIT_NOTHING_DELEGATED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    NothingDelegated,
+    UsageError,
+    quiet_third_party,
+)
+from .parser import build_parser
+
+COMMANDS = {
+    "demo": cmd_demo,
+    "lower": cmd_lower,
+    "inspect": cmd_inspect,
+    "run": cmd_run,
+    "check": cmd_check,
+    "describe": cmd_describe,
+}
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_MISMATCH",
+    "EXIT_NOTHING_DELEGATED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "NothingDelegated",
+    "UsageError",
+    "build_parser",
+    "main",
+]
+
+
+def _check_environment() -> None:
+    """Settings read from the environment, checked like arguments."""
+    from ..runtime.executors import fallback_policy
+
+    try:
+        fallback_policy()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser(COMMANDS).parse_args(argv)
+    with quiet_third_party(args.debug):
+        try:
+            if args.command in ("run", "check", "demo"):
+                _check_environment()
+            return args.func(args)
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return EXIT_ERROR
+        except Exception as e:  # one clear line unless --debug
+            if args.debug:
+                raise
+            status = e.status if isinstance(e, CliError) else EXIT_USAGE if isinstance(e, OptionError) else EXIT_ERROR
+            text = str(e).strip()
+            message = text.splitlines()[0] if text else ""
+            # et_tensorrt's own errors name what was wrong and what to do: their class name would only be noise.
+            ours = isinstance(e, (CliError, OptionError)) or type(e).__module__ == "et_tensorrt.errors"
+            prefix = "error" if ours else f"error: {type(e).__name__}"
+            print(f"{prefix}: {message}" if message else prefix, file=sys.stderr)
+            return status

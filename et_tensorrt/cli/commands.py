@@ -1,0 +1,222 @@
+"""The six commands. Arguments arrive checked (parser.py); each command loads, works and prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from ..parity import Tolerances, for_precision
+from .check import run_and_check
+from .common import EXIT_MISMATCH, EXIT_OK, CliError, NothingDelegated, backend_log, load_runtime, quiet_native_stderr
+from .display import print_plan, print_tensors
+from .inputs import (
+    check_inputs,
+    load_inputs,
+    load_program,
+    program_input_specs,
+    pte_input_specs,
+    random_inputs,
+)
+from .lowering import LoweringRequest, lower_program, write_program
+
+
+def _flatten(result) -> list:
+    if isinstance(result, (list, tuple)):
+        return [t for r in result for t in _flatten(r)]
+    return [result]
+
+
+def _eager(module, inputs) -> list:
+    with torch.no_grad():
+        return _flatten(module(*inputs))
+
+
+def cmd_lower(args) -> int:
+    program = load_program(args.program)
+    specs = program_input_specs(program)
+    print(f"{args.program}: " + ", ".join(f"{s.name} {s.text()}" for s in specs))
+    lowered = lower_program(program, LoweringRequest.from_args(args), args.debug)
+    write_program(args.output, lowered.data)
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    if not args.json:
+        return _check(args)
+    context = {"program": args.program, "precision": args.precision, "target_device": str(args.target_device)}
+    try:
+        with contextlib.redirect_stdout(sys.stderr if args.debug else io.StringIO()):
+            status, result = _check(args, keep_result=True)
+    except CliError as e:  # still one object on stdout; the error line goes to stderr as usual
+        known = 0 if isinstance(e, NothingDelegated) else None  # counts known only when nothing was delegated
+        failed = {
+            "engines": known,
+            "engines_executed": known,
+            "onnx_checked": known,
+            "max_abs_error": None,
+            "max_rel_error": None,
+            "passed": False,
+            "error": str(e),
+            "exit_status": e.status,
+        }
+        print(json.dumps({**context, **failed}, indent=2))
+        raise
+    print(result.to_json(**context))
+    return status
+
+
+def _check(args, keep_result: bool = False):
+    request = LoweringRequest.from_args(args)
+    defaults = for_precision(request.build.precision)
+    tolerances = Tolerances(
+        rtol=defaults.rtol if args.rtol is None else args.rtol, atol=defaults.atol if args.atol is None else args.atol
+    )
+    inputs = load_inputs(args.inputs) if args.inputs else None
+    program = load_program(args.program)
+    specs = program_input_specs(program)
+    if inputs is None:
+        inputs = random_inputs(specs, args.seed)
+        print(f"random inputs (seed {args.seed}) from the program's placeholder shapes")
+    else:
+        check_inputs(inputs, specs)
+    expected = _eager(program.module(), inputs)
+    lowered = lower_program(program, request, args.debug)
+    if args.output:
+        write_program(args.output, lowered.data)
+    load_runtime(args.debug)
+    result = run_and_check(lowered.data, inputs, expected, lowered.exports, tolerances, args.debug)
+    print("\n".join(result.notes() + [result.summary()]))
+    status = EXIT_OK if result.passed else EXIT_MISMATCH
+    return (status, result) if keep_result else status
+
+
+def cmd_inspect(args) -> int:
+    from .. import inspection
+
+    try:
+        info = inspection.inspect_file(args.pte)
+    except inspection.NotAProgramError as e:
+        raise CliError(str(e)) from e
+    print(inspection.format_program(info, args.pte))
+    return EXIT_OK
+
+
+def _require_cuda(device: torch.device) -> None:
+    if device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise CliError(
+            f"--device {device}: CUDA is not available on this machine "
+            "(torch.cuda.is_available() is False); use --device cpu"
+        )
+    if device.index >= torch.cuda.device_count():
+        raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+
+
+def cmd_run(args) -> int:
+    from .. import Runner, inspection
+    _require_cuda(args.device)
+    inputs = load_inputs(args.inputs) if args.inputs else None
+    with open(args.pte, "rb") as f:
+        try:
+            inspection.check_header(f.read(8), args.pte)
+        except inspection.NotAProgramError as e:
+            raise CliError(str(e)) from e
+    load_runtime(args.debug)
+    if inputs is None:
+        inputs = random_inputs(pte_input_specs(args.pte), args.seed)
+        print(f"random inputs (seed {args.seed}) of the recorded shapes:")
+    else:  # count, dtype, shape and layout are checked by the Runner against the method: one rule set
+        print(f"inputs from {args.inputs}:")
+    inputs = [t.to(args.device) for t in inputs]
+    print_tensors("input ", inputs)
+    runner, times = Runner(args.pte), []
+    with backend_log(args.debug), quiet_native_stderr(args.debug):
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            outputs = runner.run(inputs)
+            times.append(time.perf_counter() - start)
+    print_plan(runner.last_plan)
+    print("outputs:")
+    print_tensors("output", outputs)
+    if args.repeat > 1:
+        ms = sorted(t * 1e3 for t in times)
+        print(
+            f"{args.repeat} calls: median {statistics.median(ms):.3f} ms, min {ms[0]:.3f} ms "
+            "(the first call includes the delegate's init)"
+        )
+    return EXIT_OK
+
+
+def cmd_describe(args) -> int:
+    from .. import describe_inputs
+
+    examples = {
+        "contiguous float32": torch.randn(2, 3),
+        "channels-last": torch.randn(1, 3, 4, 4).to(memory_format=torch.channels_last),
+        "permuted int64": torch.arange(24).reshape(2, 3, 4).permute(2, 0, 1),
+        "0-d scalar": torch.tensor(1.5),
+        "empty": torch.empty(0, 8),
+    }
+    if torch.cuda.is_available():
+        examples["cuda:0 activation"] = torch.randn(4, 4, device="cuda")
+    for name, desc in zip(examples, describe_inputs(list(examples.values())), strict=True):
+        print(f"{name:>20}: {desc!r}")
+    print(f"{'expanded (refused)':>20}: ", end="")
+    try:
+        describe_inputs([torch.randn(3, 1).expand(3, 4)])
+    except ValueError as e:
+        print(f"{type(e).__name__}: {e}")
+    return EXIT_OK
+
+
+_PLACEMENT_RULE = """\
+The placement rule (et_tensorrt.partition): a graph exported with device tensors is *placed*, and a
+node it recorded on the host stays on the host (a device-changing cast never enters an engine). A
+graph exported on the host is *unplaced*: "cpu" there means "wherever the runtime puts it", so
+placement refuses nothing and the runtime copies at the delegate boundary. On an unplaced graph a
+host branch comes from ops outside the supported table or from torch_executed_ops."""
+
+
+def cmd_demo(args) -> int:
+    from .. import explain  # ExecuTorch's exir: seconds to import, so after the checks
+    from ..examples import host_branch as hb
+
+    print("et_tensorrt demo: a small MLP whose post-processing is a host branch")
+    print("  model: et_tensorrt/examples/host_branch.py, forward(x) -> logits, totals")
+    print("         (totals = cumsum(sigmoid(logits.to('cpu'))))")
+    print("  " + _PLACEMENT_RULE.replace("\n", "\n  "))
+
+    print("\n[1/3] the placed view: the model exported with (fake) cuda:0 tensors; analysis only, no GPU needed")
+    placed = explain(hb.export_placed(), target_device=str(args.target_device), min_block_size=args.min_block_size)
+    print(placed)
+    if placed.warned:
+        print(
+            f"\n  kept on the host only for their device: {', '.join(placed.warned)}\n"
+            "  (a partitioner blind to devices would have absorbed them into the engine)"
+        )
+
+    print(
+        f"\n[2/3] the real program: exported on the host (unplaced), lowered with\n"
+        f"      torch_executed_ops={list(hb.TORCH_EXECUTED_OPS)}"
+    )
+    request = LoweringRequest(args.target_device, args.min_block_size, tuple(hb.TORCH_EXECUTED_OPS))
+    lowered = lower_program(hb.export_on_host(), request, args.debug)
+    print("  on the host here: " + "; ".join(f"{n} ({r.code})" for n, r in lowered.report.host_nodes.items()))
+    if args.output:
+        write_program(args.output, lowered.data)
+        print(f"  see it with: et-tensorrt inspect {args.output}")
+
+    print("\n[3/3] run with et_tensorrt.Runner on the example inputs and check against eager PyTorch")
+    load_runtime(args.debug)
+    inputs = list(hb.example_inputs())
+    expected = _eager(hb.make_model(), inputs)
+    result = run_and_check(lowered.data, inputs, expected, lowered.exports, for_precision("fp32"), args.debug)
+    print("\n".join(result.notes() + [result.summary().replace("check ", "demo ", 1)]))
+    return EXIT_OK if result.passed else EXIT_MISMATCH

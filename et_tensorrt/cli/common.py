@@ -1,0 +1,113 @@
+"""What every command shares: exit statuses, the errors that map to them, and keeping the terminal ours
+(third-party loggers and warnings quieted, the backend's progress on stdout). Only the command line quiets
+anything: the library leaves logging and warnings to its caller."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import warnings
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # the work failed (a file that does not parse, a lowering or run error)
+EXIT_USAGE = 2  # the command line cannot work as written (argparse's own status)
+EXIT_MISMATCH = 3  # `check` / `demo` did not pass
+EXIT_NOTHING_DELEGATED = 4  # the lowering delegated nothing (see --allow-no-delegate)
+
+# Loggers of libraries the CLI imports that talk at import or export time (torchao's "Failed to load
+# ...so", torch's pytree deprecation, torch.export's load traceback, the ONNX exporter).
+_THIRD_PARTY_LOGGERS = ("torchao", "torch", "executorch", "onnxscript", "onnx_ir", "onnxruntime", "tensorrt")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one ``error:`` line; ``status`` is the exit status."""
+
+    status = EXIT_ERROR
+
+
+class UsageError(CliError):
+    """The command line itself is wrong (a value out of range, a path that cannot be used)."""
+
+    status = EXIT_USAGE
+
+
+class NothingDelegated(CliError):
+    status = EXIT_NOTHING_DELEGATED
+
+
+@contextlib.contextmanager
+def quiet_third_party(debug: bool):
+    """Third-party loggers below ERROR and Python warnings other than et_tensorrt's own are hidden
+    (``--debug`` shows everything)."""
+    if debug:
+        yield
+        return
+    from ..errors import PlacementWarning, UnmatchedOpWarning
+
+    saved = {name: logging.getLogger(name).level for name in _THIRD_PARTY_LOGGERS}
+    for name in saved:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for category in (PlacementWarning, UnmatchedOpWarning):
+                warnings.simplefilter("default", category)
+            yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+@contextlib.contextmanager
+def quiet_native_stderr(debug: bool):
+    """Native libraries that write to file descriptor 2 (ExecuTorch's kernels print cpuinfo lines on the first
+    run). Their text is dropped (``--debug`` shows it); a failure still arrives as a Python exception."""
+    if debug:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class _LogToStdout(logging.Handler):
+    """The backend's progress ("engine i/n: ...") and the runtime's notes, interleaved with our output."""
+
+    def emit(self, record):
+        message = record.getMessage()
+        if message.startswith("et_tensorrt: "):
+            message = message[len("et_tensorrt: ") :]
+        level = "" if record.levelno <= logging.INFO else f"{record.levelname.lower()}: "
+        print(f"  [et_tensorrt] {level}{message}", flush=True)
+
+
+@contextlib.contextmanager
+def backend_log(debug: bool):
+    logger = logging.getLogger("et_tensorrt")
+    handler = _LogToStdout(logging.DEBUG if debug else logging.INFO)
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(handler.level)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+def load_runtime(debug: bool) -> None:
+    """ExecuTorch's kernel libraries (for the ops left on the host), loaded once, quietly."""
+    from ..runtime.runner import load_kernels
+
+    with quiet_native_stderr(debug):
+        load_kernels()

@@ -1,0 +1,144 @@
+"""Programs and their inputs: loading a ``.pt2`` or an inputs file, the inputs a program or a ``.pte``
+expects, random inputs of those shapes, and checking given inputs against them."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+
+from .common import CliError
+
+
+class InputSpec(NamedTuple):
+    name: str  # "" when the program does not record one (a .pte)
+    shape: tuple[int, ...]  # a dynamic dim holds its example (or upper bound) size
+    dtype: torch.dtype
+    dynamic: tuple[bool, ...] | None  # per dim; None when unknown (a .pte records only upper bounds)
+
+    def shape_text(self) -> str:
+        """``(2, <=16)``: a dynamic dim shows its example size as a bound."""
+        dims = self.dynamic or (False,) * len(self.shape)
+        return (
+            "("
+            + ", ".join(f"<={s}" if d and s else ("*" if d else str(s)) for s, d in zip(self.shape, dims, strict=True))
+            + ")"
+        )
+
+    def text(self) -> str:
+        return str(self.dtype).replace("torch.", "") + self.shape_text()
+
+
+def _records_cuda(path: str) -> bool:
+    """Whether a .pt2 archive records tensors on a cuda device (its JSON tensor metadata says so)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(
+                re.search(rb'"device":\s*\{"type":\s*"cuda"', archive.read(name))
+                for name in archive.namelist()
+                if name.endswith(".json")
+            )
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def load_program(path: str):
+    """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
+    try:
+        return torch.export.load(path)
+    except Exception as e:
+        if not torch.cuda.is_available() and _records_cuda(path):
+            raise CliError(
+                f"{path!r} holds tensors saved on a cuda device, and this torch cannot load them "
+                f"(torch {torch.__version__}, torch.cuda.is_available() is False): export the program on the "
+                "host (ExecuTorch's usual way), or run on a machine with CUDA"
+            ) from e
+        raise CliError(f"{path!r} is not a torch.export.save program ({type(e).__name__}: {e})") from e
+
+
+def load_inputs(path: str) -> list[torch.Tensor]:
+    """``torch.save`` of a tensor, or of a tuple/list of tensors (the positional inputs)."""
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise CliError(f"inputs file {path!r} could not be read by torch.load: {e}") from e
+    if isinstance(obj, torch.Tensor):
+        obj = [obj]
+    if not isinstance(obj, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in obj):
+        raise CliError(f"inputs file {path!r} must hold a tensor or a list/tuple of tensors, not {type(obj).__name__}")
+    return list(obj)
+
+
+def random_inputs(specs: Sequence[InputSpec], seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for spec in specs:
+        if spec.dtype.is_floating_point:
+            out.append(torch.randn(spec.shape, generator=generator).to(spec.dtype))
+        elif spec.dtype == torch.bool:
+            out.append(torch.randint(0, 2, spec.shape, generator=generator).bool())
+        else:
+            out.append(torch.randint(0, 8, spec.shape, generator=generator).to(spec.dtype))
+    return out
+
+
+def _concrete(d) -> int:
+    if isinstance(d, int):
+        return d
+    hint = getattr(getattr(d, "node", None), "hint", None)
+    return int(hint) if hint is not None else 2
+
+
+def program_input_specs(program) -> list[InputSpec]:
+    """Each user input of an ExportedProgram, from its placeholder's ``meta["val"]``."""
+    user_inputs = set(program.graph_signature.user_inputs)
+    specs = []
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                raise CliError(f"input {node.name!r} is not a tensor ({type(val).__name__}); pass inputs with --inputs")
+            shape = tuple(_concrete(d) for d in val.shape)
+            specs.append(InputSpec(node.name, shape, val.dtype, tuple(not isinstance(d, int) for d in val.shape)))
+    return specs
+
+
+def check_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> None:
+    """Count, dtype and (static) shape of ``inputs`` against an ExportedProgram's ``specs``."""
+    if len(inputs) != len(specs):
+        raise CliError(f"the program takes {len(specs)} input(s), got {len(inputs)}")
+    for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
+        label = f"input {i} ({spec.name})"
+        if t.dtype != spec.dtype:
+            raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.dtype}")
+        if t.dim() != len(spec.shape) or any(
+            not dyn and a != b for a, b, dyn in zip(t.shape, spec.shape, spec.dynamic, strict=True)
+        ):
+            raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.shape_text()}")
+
+
+def pte_input_specs(path: str) -> list[InputSpec]:
+    """Method inputs as ExecuTorch's method meta records them; for a dynamic tensor the sizes are the upper
+    bound memory was planned for (whether a dim is dynamic is not recorded)."""
+    from executorch.runtime import Runtime
+
+    from ..inspection import scalar_name
+
+    try:
+        meta = Runtime.get().load_program(path).metadata("forward")
+    except Exception as e:
+        raise CliError(f"{path!r} could not be loaded by ExecuTorch ({type(e).__name__}: {e})") from e
+    specs = []
+    for i in range(meta.num_inputs()):
+        try:
+            info = meta.input_tensor_meta(i)
+        except Exception as e:
+            raise CliError(f"method input {i} is not a tensor, which `run` cannot generate ({e})") from e
+        dtype = getattr(torch, scalar_name(info.dtype()), None)
+        if not isinstance(dtype, torch.dtype):
+            raise CliError(f"method input {i} has ExecuTorch dtype {info.dtype()}, which torch does not have")
+        specs.append(InputSpec("", tuple(info.sizes()), dtype, None))
+    return specs

@@ -1,0 +1,105 @@
+"""The lowering every command shares: :func:`et_tensorrt.lower` with the command line's options, printing
+the partition report, the backend's per-engine progress and placement warnings, and refusing (exit 4) a
+lowering that delegated nothing."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from ..compile_specs import BuildOptions
+from ..errors import PlacementWarning, UnmatchedOpWarning
+from .common import NothingDelegated, UsageError, backend_log
+
+
+@dataclass(frozen=True)
+class LoweringRequest:
+    target_device: torch.device
+    min_block_size: int
+    torch_executed_ops: tuple[str, ...] = ()
+    build: BuildOptions = field(default_factory=BuildOptions)
+    zero_copy_inputs: bool = True
+    allow_no_delegate: bool = False
+
+    @classmethod
+    def from_args(cls, args) -> LoweringRequest:
+        return cls(
+            target_device=args.target_device,
+            min_block_size=args.min_block_size,
+            torch_executed_ops=tuple(args.torch_executed_op),
+            build=BuildOptions(precision=args.precision, target_archs=tuple(args.target_arch)),
+            zero_copy_inputs=args.zero_copy_inputs,
+            allow_no_delegate=args.allow_no_delegate,
+        )
+
+    def describe(self) -> str:
+        archs = f", targets {','.join(self.build.target_archs)}" if self.build.target_archs else ""
+        return (
+            f"lowering for {self.target_device} (precision {self.build.precision}{archs}, min_block_size "
+            f"{self.min_block_size}, torch_executed_ops {list(self.torch_executed_ops)})"
+        )
+
+
+@dataclass
+class Lowered:
+    data: bytes  # the program
+    report: object  # et_tensorrt.PartitionReport
+    exports: dict  # et_tensorrt.blob.program_digest -> backend.preprocess.PartitionExport
+
+
+def lower_program(program, request: LoweringRequest, debug: bool) -> Lowered:
+    """Lower ``program`` (an ExportedProgram); prints as it goes. Raises UsageError for a
+    ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
+    from .. import lower
+    from ..backend import preprocess
+
+    before = dict(preprocess.stats)
+    print(request.describe() + " ...", flush=True)
+    start = time.perf_counter()
+    with (
+        backend_log(debug),
+        preprocess.record_exports() as exports,
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", UnmatchedOpWarning)  # stops the lowering at partitioning, before any build
+        try:
+            data = lower(
+                program,
+                zero_copy_inputs=request.zero_copy_inputs,
+                build_options=request.build,
+                target_device=str(request.target_device),
+                min_block_size=request.min_block_size,
+                torch_executed_ops=request.torch_executed_ops,
+            )
+        except UnmatchedOpWarning as e:
+            raise UsageError("--torch-executed-op: " + str(e).removeprefix("et_tensorrt: ")) from e
+    seconds = time.perf_counter() - start
+    report = lower.last_report
+    made = {k: preprocess.stats[k] - before.get(k, 0) for k in preprocess.stats}
+    print()
+    print(report)
+    for w in caught:
+        if issubclass(w.category, PlacementWarning):
+            print(f"warning: {w.message}")
+        elif debug:
+            print(f"debug: {w.category.__name__}: {w.message}")
+    print(
+        f"\nlowered in {seconds:.1f} s: {made['partitions']} delegate(s); engines {made['built']} built, "
+        f"{made['cache_hits']} from cache, {made['fallbacks']} left to PyTorch"
+    )
+    if not report.partitions and not request.allow_no_delegate:
+        raise NothingDelegated(
+            f"nothing was delegated: all {len(report.nodes)} node(s) stay on the host (the report above says "
+            "why); --allow-no-delegate accepts such a program"
+        )
+    return Lowered(data, report, dict(exports))
+
+
+def write_program(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+    print(f"wrote {path} ({len(data):,} bytes)")

@@ -1,0 +1,267 @@
+"""The argparse tree. Every value is checked here, before any work: a bad one is one ``error:`` line and
+exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import sys
+from importlib import metadata
+
+import torch
+
+from ..compile_specs import PRECISIONS, BuildOptions
+from ..errors import OptionError
+from ..parity import TOLERANCES
+from .common import EXIT_USAGE
+
+_DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage + message; one line is enough
+        sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
+        sys.exit(EXIT_USAGE)
+
+
+def parse_device(text: str, *, allow_cpu: bool) -> torch.device:
+    """``cpu`` / ``cuda`` / ``cuda:N`` (no torch parsing surprises such as ``cuda:-1`` or ``meta``)."""
+    m = _DEVICE_RE.match(text.strip())
+    allowed = "cpu or cuda[:N]" if allow_cpu else "cuda[:N]"
+    if m is None or (m.group(1) == "cpu" and m.group(2) is not None):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a supported device string (expected {allowed})")
+    if m.group(1) == "cpu":
+        if not allow_cpu:
+            raise argparse.ArgumentTypeError(f"{text!r}: TensorRT engines run on a cuda device (expected {allowed})")
+        return torch.device("cpu")
+    return torch.device("cuda", int(m.group(2) or 0))
+
+
+def _engine_device(text: str) -> torch.device:
+    return parse_device(text, allow_cpu=False)
+
+
+def _host_or_cuda(text: str) -> torch.device:
+    return parse_device(text, allow_cpu=True)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _existing_file(text: str) -> str:
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return text
+
+
+def _output_file(text: str) -> str:
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; name the file to write")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: the folder {folder!r} is not writable")
+    return text
+
+
+def _target_arch(text: str) -> str:
+    try:
+        return BuildOptions(target_archs=(text,)).target_archs[0]
+    except OptionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _aten_packets() -> list[str]:
+    return sorted(
+        {n.split("::", 1)[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    )
+
+
+def torch_op_name(text: str) -> str:
+    """An op name as the partitioner matches it (``aten.relu.default`` or the packet ``aten.relu``). aten ops
+    are checked against torch's registry here; other namespaces once the partitioner sees the program."""
+    name = text.strip()
+    parts = name.split(".")
+    if 2 <= len(parts) <= 3 and all(parts):
+        if parts[0] != "aten":
+            return name
+        packet = getattr(torch.ops.aten, parts[1], None)
+        if packet is not None and (len(parts) == 2 or parts[2] in packet.overloads()):
+            return name
+    bare = parts[1] if len(parts) >= 2 and parts[0] == "aten" else parts[0]
+    packet = getattr(torch.ops.aten, bare, None) if bare.isidentifier() else None
+    if packet is not None:
+        overloads = sorted((o for o in packet.overloads() if not o.startswith("out")), key=lambda o: o != "default")
+        close = [f"aten.{bare}.{o}" for o in overloads[:3]]
+    else:
+        close = [f"aten.{p}.default" for p in difflib.get_close_matches(bare, _aten_packets(), n=3, cutoff=0.6)]
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise argparse.ArgumentTypeError(f"{text!r} is not a torch op (expected namespace.op.overload){hint}")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    def installed(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    tensorrt = next(
+        (f"{d} {installed(d)}" for d in ("tensorrt", "tensorrt-rtx", "tensorrt_rtx") if installed(d)),
+        "no TensorRT package",
+    )
+    return (
+        f"et-tensorrt {__version__} (torch {torch.__version__}, executorch {installed('executorch')}, "
+        f"{tensorrt}, onnxruntime {installed('onnxruntime')})"
+    )
+
+
+def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
+    p.add_argument(
+        "--target-device",
+        type=_engine_device,
+        default=_engine_device("cuda:0"),
+        metavar="DEVICE",
+        help="the engines' device, cuda or cuda:N (default cuda:0)",
+    )
+    p.add_argument(
+        "--min-block-size",
+        type=_at_least_one,
+        default=5,
+        metavar="N",
+        help="smallest partition (compute nodes) worth an engine (default 5)",
+    )
+    if not full:
+        return
+    defaults = BuildOptions()
+    p.add_argument(
+        "--torch-executed-op",
+        action="append",
+        type=torch_op_name,
+        metavar="OP",
+        default=[],
+        help="keep this op on the host, e.g. aten.sigmoid.default (repeatable); an op that matches no "
+        "node of the program is an error",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=defaults.precision,
+        help=f"{BuildOptions.describe()['precision']} (default {defaults.precision})",
+    )
+    p.add_argument(
+        "--target-arch",
+        action="append",
+        type=_target_arch,
+        metavar="ARCH",
+        default=[],
+        help="a GPU the engines are built for ahead of time, e.g. sm86 (repeatable; TensorRT-RTX only; "
+        "default: the builder's)",
+    )
+    p.add_argument(
+        "--zero-copy-inputs",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave method inputs out of ExecuTorch's memory plan so the delegate sees the "
+        "caller's pointers (default on)",
+    )
+    p.add_argument(
+        "--allow-no-delegate",
+        action="store_true",
+        help="accept a lowering that delegates nothing (default: exit status 4)",
+    )
+
+
+def _input_options(p: argparse.ArgumentParser, shapes: str) -> None:
+    p.add_argument(
+        "--inputs",
+        type=_existing_file,
+        metavar="FILE",
+        help=f"torch.save file of a tensor or a list of tensors (default: random, of {shapes})",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+
+
+def build_parser(commands) -> argparse.ArgumentParser:
+    """``commands``: command name -> function(args) -> exit status."""
+    from . import __doc__ as description
+
+    parser = _Parser(prog="et-tensorrt", description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks, all warnings and library logs")
+    parser.add_argument("--version", action="version", version=_version(), help="print versions and exit")
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="what to do (`et-tensorrt COMMAND --help` for its options)",
+    )
+
+    p = sub.add_parser("demo", help="lower, run and check the bundled host-branch example (no download)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=_output_file,
+        metavar="PTE",
+        help="keep the example's .pte here (default: a temporary folder, removed at exit)",
+    )
+    _lowering_options(p, full=False)
+
+    p = sub.add_parser("lower", help="lower a torch.export.save program to a .pte with the TensorRT delegate")
+    p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")
+    p.add_argument("-o", "--output", type=_output_file, required=True, metavar="PTE", help="the .pte to write")
+    _lowering_options(p)
+
+    p = sub.add_parser("inspect", help="methods, delegates and per-partition I/O of a .pte (runs nothing)")
+    p.add_argument("pte", type=_existing_file, help="a .pte written by `lower` (or any ExecuTorch program)")
+
+    p = sub.add_parser("run", help="run a .pte with et_tensorrt.Runner; print the placement plan and outputs")
+    p.add_argument("pte", type=_existing_file, help="the .pte to run (its forward method)")
+    _input_options(p, "the shapes the program records")
+    p.add_argument(
+        "--device",
+        type=_host_or_cuda,
+        default=torch.device("cpu"),
+        help="where the inputs live: cpu or cuda:N (default cpu)",
+    )
+    p.add_argument("--repeat", type=_at_least_one, default=1, metavar="N", help="calls to time (default 1)")
+
+    p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
+    p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")
+    _input_options(p, "the program's example shapes")
+    for name, what in (("atol", "absolute"), ("rtol", "relative")):
+        by_precision = ", ".join(f"{k} {getattr(t, name):g}" for k, t in TOLERANCES.items())
+        p.add_argument(
+            f"--{name}", type=_tolerance, metavar="TOL", help=f"{what} tolerance (default by precision: {by_precision})"
+        )
+    p.add_argument("-o", "--output", type=_output_file, metavar="PTE", help="also write the lowered .pte here")
+    p.add_argument("--json", action="store_true", help="print one JSON object (the results) instead of the text")
+    _lowering_options(p)
+
+    sub.add_parser("describe", help="print ExecuTorch descriptors of a few example tensors")
+    for name, action in sub.choices.items():
+        action.set_defaults(func=commands[name])
+    return parser

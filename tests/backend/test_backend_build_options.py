@@ -1,0 +1,74 @@
+"""BuildOptions: the one description of engine build options (checked values, compile-spec round trip), and
+`lower` checking every option before any work."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import et_tensorrt
+from et_tensorrt import compile_specs as cs
+from et_tensorrt.compile_specs import BuildOptions
+from et_tensorrt.errors import OptionError
+
+
+def test_defaults_and_spec_round_trip():
+    default = BuildOptions()
+    assert (default.precision, default.target_archs, default.validate) == ("fp32", (), False)
+    assert default.pass_through_build_failures is True and default.workspace_bytes is None
+    assert default.unbounded_max_factor == 2
+    options = BuildOptions(precision="FP16", target_archs="sm80, SM86", validate=True, workspace_bytes=1 << 20)
+    assert options.precision == "fp16" and options.target_archs == ("sm80", "sm86")
+    specs = options.to_specs()
+    assert specs[cs.PRECISION] == "fp16" and specs[cs.TARGET_ARCHS] == "sm80,sm86" and specs[cs.VALIDATE] == "1"
+    assert cs.WORKSPACE_BYTES in specs and cs.WORKSPACE_BYTES not in default.to_specs()
+    assert BuildOptions.from_specs(specs) == options
+    assert BuildOptions.from_specs(cs.encode({**specs, cs.EXECUTION_DEVICE: "cuda:0"})) == options  # CompileSpecs
+    assert set(BuildOptions.keys().values()) | set(cs.PARTITIONER_KEYS) == cs.KNOWN_KEYS
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"precision": "fp8"}, "precision 'fp8' is not one of fp32, fp16, bf16"),
+        ({"target_archs": ["sm80", "gpu"]}, "['gpu'] are not architecture names"),
+        ({"validate": "maybe"}, "validate must be true or false"),
+        ({"workspace_bytes": 0}, "workspace_bytes must be an integer >= 1"),
+        ({"unbounded_max_factor": "two"}, "unbounded_max_factor must be an integer >= 1"),
+    ],
+)
+def test_bad_values_are_option_errors(changes, message):
+    with pytest.raises(OptionError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        BuildOptions(**changes)
+    specs = {**BuildOptions().to_specs(), **{BuildOptions.keys()[k]: str(v) for k, v in changes.items()}}
+    with pytest.raises(OptionError):
+        BuildOptions.from_specs(specs)
+
+
+class _ExportWouldFail(torch.nn.Module):
+    def forward(self, x):
+        raise AssertionError("the model was exported: options were not checked first")
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"precision": "fp8"}, OptionError),
+        ({"et_tensorrt.precision": "fp8"}, OptionError),
+        ({"min_block_size": 0}, ValueError),
+        ({"target_device": "cpu"}, ValueError),
+        ({"precison": "fp16"}, TypeError),
+        ({"et_tensorrt.not_an_option": 1}, TypeError),
+    ],
+)
+def test_lower_checks_options_before_any_work(options, error):
+    with pytest.raises(error):
+        et_tensorrt.lower(_ExportWouldFail(), (torch.randn(2, 2),), **options)
+
+
+def test_keywords_override_build_options_fields():
+    from et_tensorrt.lowering import _split_options
+
+    partitioner, build = _split_options({"precision": "fp16", "min_block_size": 3}, BuildOptions(validate=True))
+    assert partitioner == {"min_block_size": 3}
+    assert build == BuildOptions(precision="fp16", validate=True)

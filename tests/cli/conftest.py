@@ -1,0 +1,57 @@
+"""Running the real command in a subprocess (the ``run_cli`` fixture), and reading what it printed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Result:
+    status: int
+    stdout: str
+    stderr: str
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return self.stderr.splitlines()
+
+    @property
+    def error_line(self) -> str:
+        """The one line a failing command prints on stderr (nothing else may be there)."""
+        assert "Traceback" not in self.stderr, self.stderr
+        assert len(self.stderr_lines) == 1, self.stderr
+        (line,) = self.stderr_lines
+        assert line.startswith("error: "), line
+        return line
+
+
+def _run(*args, cwd: Path, env: dict | None = None, timeout: int = 600) -> Result:
+    """``python -m et_tensorrt ARGS`` in a fresh process, in ``cwd``, importing this checkout's et_tensorrt
+    (the session's engine cache comes with the environment)."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    environment.pop("ET_TENSORRT_FALLBACK", None)
+    environment.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "et_tensorrt", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment,
+        timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def run_cli():
+    """``run_cli(*args, cwd=..., env=...)`` -> Result."""
+    return _run

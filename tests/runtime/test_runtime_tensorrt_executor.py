@@ -1,0 +1,75 @@
+"""The TensorRT executor's per-call path, against a fake TensorRT context (no GPU here): input shapes are
+set only when they change, every call binds the addresses it is given, outputs the delegate cannot share go
+to buffers reused while their shape stays the same, and the engine runs on torch's current stream."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from et_tensorrt import blob as B
+from et_tensorrt.runtime import executors
+
+
+class FakeContext:
+    def __init__(self):
+        self.calls = []
+        self.shapes = {}
+
+    def set_input_shape(self, name, shape):
+        self.calls.append(("shape", name, shape))
+        self.shapes[name] = shape
+
+    def get_tensor_shape(self, name):
+        return (self.shapes["x"][0], 4)  # the engine's output: (batch, 4)
+
+    def set_tensor_address(self, name, address):
+        self.calls.append(("address", name, address))
+
+    def execute_async_v3(self, stream):
+        self.calls.append(("execute", stream))
+        return True
+
+
+def _executor(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: SimpleNamespace(cuda_stream=1234))
+    io = [
+        B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange(1, 2, 8), B.DimRange.static(8))),
+        B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange(1, 2, 8), B.DimRange.static(4))),
+    ]
+    blob = B.Blob(io=io, program=b"")
+    context = FakeContext()
+    engine = SimpleNamespace(create_execution_context=lambda: context)
+    # The host stands in for cuda:0: the per-call logic is the same, the buffers are allocated where it says.
+    return executors.TensorRTExecutor(blob, torch.device("cpu"), engine), context
+
+
+def test_shapes_set_once_addresses_every_call_buffers_reused(monkeypatch):
+    executor, context = _executor(monkeypatch)
+    x1, x2 = torch.randn(2, 8), torch.randn(2, 8)
+    (y1,) = executor.run([x1], [None])
+    (y2,) = executor.run([x2], [None])
+    shapes = [c for c in context.calls if c[0] == "shape"]
+    assert shapes == [("shape", "x", (2, 8))]  # the second call has the same shape: not set again
+    addresses = [c[2] for c in context.calls if c[0] == "address" and c[1] == "x"]
+    assert addresses == [x1.data_ptr(), x2.data_ptr()]
+    assert y1.data_ptr() == y2.data_ptr() and y1.shape == (2, 4)  # one reused output buffer
+    assert [c for c in context.calls if c[0] == "execute"] == [("execute", 1234)] * 2
+
+
+def test_a_new_shape_resets_the_shapes_and_the_buffer(monkeypatch):
+    executor, context = _executor(monkeypatch)
+    (y1,) = executor.run([torch.randn(2, 8)], [None])
+    (y2,) = executor.run([torch.randn(5, 8)], [None])
+    assert [c for c in context.calls if c[0] == "shape"] == [("shape", "x", (2, 8)), ("shape", "x", (5, 8))]
+    assert y2.shape == (5, 4) and y2.data_ptr() != y1.data_ptr()
+
+
+def test_a_shared_output_is_written_in_place(monkeypatch):
+    executor, context = _executor(monkeypatch)
+    out = torch.empty(2, 4)
+    (y,) = executor.run([torch.randn(2, 8)], [out])
+    assert y is out
+    assert ("address", "y", out.data_ptr()) in context.calls

@@ -1,0 +1,86 @@
+"""The runtime path needs no ExecuTorch ahead-of-time stack: `import et_tensorrt` and `Runner` load
+ExecuTorch's kernel library directly, never `executorch.exir` (which the GPU machine's runtime-only
+install does not have). Checked in fresh interpreters, with a program that needs a host kernel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import et_tensorrt
+
+RUN = textwrap.dedent(
+    """
+    import sys, torch
+    import et_tensorrt
+    x = torch.load(sys.argv[2])
+    out = et_tensorrt.Runner(sys.argv[1]).run([x])[0]
+    if len(sys.argv) > 4:  # then ExecuTorch's own runtime on the same program, in the same process
+        from executorch.runtime import Runtime
+        program = Runtime.get().load_program(open(sys.argv[1], "rb").read())
+        out2 = program.load_method("forward").execute([x])[0]
+        assert torch.equal(out, out2), (out, out2)
+    torch.save(out, sys.argv[3])
+    print(";".join(sorted(m for m in sys.modules if m.startswith("executorch"))))
+    """
+)
+
+
+class HostRelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory, _engine_cache_dir):
+    torch.manual_seed(0)
+    model = HostRelu().eval()
+    x = torch.randn(2, 8)
+    pte = et_tensorrt.lower(model, (x,), min_block_size=1, torch_executed_ops=["aten.relu.default"])
+    assert et_tensorrt.lower.last_report.host_nodes, "relu must stay on the host (an ExecuTorch CPU kernel)"
+    folder = tmp_path_factory.mktemp("no_exir")
+    (folder / "p.pte").write_bytes(pte)
+    torch.save(x, folder / "x.pt")
+    with torch.no_grad():
+        return folder, model(x)
+
+
+def _run(folder, *extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", RUN, str(folder / "p.pte"), str(folder / "x.pt"),
+                             str(folder / "out.pt"), *extra], capture_output=True, text=True, env=env, timeout=300,
+                            check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1].split(";"), torch.load(folder / "out.pt")
+
+
+def test_runner_runs_a_program_with_host_kernels_without_importing_exir(program):
+    folder, expected = program
+    modules, out = _run(folder)
+    assert not [m for m in modules if m.startswith(("executorch.exir", "executorch.extension.pybindings"))], modules
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_executorch_own_runtime_after_runner_shares_the_same_kernels(program):
+    folder, expected = program
+    _, out = _run(folder, "then-executorch-runtime")
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_missing_kernel_library_is_one_clear_error(monkeypatch):
+    from et_tensorrt.runtime import runner
+
+    monkeypatch.setattr(runner, "_kernels_loaded", False)
+    monkeypatch.setattr(runner, "KERNELS_LIBRARY", "libexecutorch_kernels_nonexistent.so")
+    with pytest.raises(et_tensorrt.RunnerError, match="libexecutorch_kernels_nonexistent.so is not in"):
+        runner.load_kernels()
