@@ -73,6 +73,7 @@ setup(
             # ExecuTorch's backend conformance suite (the CI slice): parallel runs, reports, per-test limits
             "pytest-xdist", "pytest-json-report", "pytest-timeout",
         ],
+        "fuzz": ["atheris"],  # scripts/fuzz.sh (the pytest smoke versions need only hypothesis)
         "tensorrt": ["tensorrt"],
     },
     entry_points={"console_scripts": ["et-tensorrt=et_tensorrt.cli:main"]},

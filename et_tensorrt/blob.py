@@ -1,4 +1,9 @@
-"""Writer and reader of the delegate blob, format version 1 (docs/blob-format.md is the contract)."""
+"""The delegate blob (docs/blob-format.md is the contract): the writer, and Python's view of the one reader.
+
+Parsing is done by the C++ reader the runtime uses (``et_tensorrt._C.parse_blob``,
+extension/runtime/blob_reader.cpp); :func:`read_blob` only fills the dataclasses below from its result.
+The writer is Python because preprocess is: :func:`write_blob` writes format version 2.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +11,28 @@ import hashlib
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
-from et_tensorrt.errors import BlobFormatError
+import torch
+
+from et_tensorrt.errors import BlobFormatError, UnsupportedDtypeError
 
 MAGIC = b"ETRT"
-VERSION = 1
+VERSION = 2  # written; version 1 (PROGRAM = a torch.export.save archive) is still read
+OLDEST_VERSION = 1
 HEADER_SIZE = 32
 SECTION_ENTRY_SIZE = 24
 MAX_SECTIONS = 16
 MAX_RANK = 16
+ALIGNMENT = 64  # section payloads and every WEIGHTS datum start at multiples of this (in the blob)
 
 SECTION_IO_TABLE = 1
 SECTION_ENGINE = 2
-SECTION_PROGRAM = 3
+SECTION_PROGRAM = 3  # version 1 only
 SECTION_METADATA = 4
-REQUIRED_SECTIONS = (SECTION_IO_TABLE, SECTION_PROGRAM)
+SECTION_GRAPH = 5
+SECTION_WEIGHTS = 6
+SECTION_REFIT_MAP = 7  # reserved for weight-stripped engines (docs/blob-format.md)
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
@@ -29,39 +40,43 @@ ROLE_OUTPUT = 1
 # device cpu, rank 1: dims[0] is the range of its value. Name: the engine's 0-d int64 input, or "" when the
 # engine computes the size from its tensor inputs' shapes (then nothing is bound).
 ROLE_SIZE = 2
+_LONG = 4  # ExecuTorch ScalarType Long: a size entry's dtype
 _ROLES = (ROLE_INPUT, ROLE_OUTPUT, ROLE_SIZE)
 
 DEVICE_CPU = 0
 DEVICE_CUDA = 1
 _DEVICE_NAMES = {DEVICE_CPU: "cpu", DEVICE_CUDA: "cuda"}
 
-# ExecuTorch ScalarType codes.
-SCALAR_TYPES = {
-    "uint8": 0,
-    "int8": 1,
-    "int16": 2,
-    "int32": 3,
-    "int64": 4,
-    "float16": 5,
-    "float32": 6,
-    "float64": 7,
-    "bool": 11,
-    "bfloat16": 15,
-}
+WEIGHT_KINDS = ("parameter", "buffer", "constant")  # WEIGHTS kind codes 0, 1, 2
 
 _HEADER = struct.Struct("<4sHHIIQbb6s")
 _SECTION = struct.Struct("<IIQQ")
 _ENTRY_FIXED = struct.Struct("<BBbbHH")
 _DIM = struct.Struct("<qqq")
-assert _HEADER.size == HEADER_SIZE and _SECTION.size == SECTION_ENTRY_SIZE and _ENTRY_FIXED.size == 8
+_WEIGHTS_HEAD = struct.Struct("<II")
+_WEIGHT_FIXED = struct.Struct("<BBBBHHQQ")
+assert _HEADER.size == HEADER_SIZE and _SECTION.size == SECTION_ENTRY_SIZE and _WEIGHT_FIXED.size == 24
 
 
-def scalar_type_code(dtype) -> int:
-    """``torch.float32`` (or ``"float32"``) -> ExecuTorch ScalarType code."""
-    name = str(dtype).replace("torch.", "")
-    if name not in SCALAR_TYPES:
-        raise BlobFormatError(f"dtype {dtype} has no ExecuTorch ScalarType code in the blob format")
-    return SCALAR_TYPES[name]
+def scalar_type_code(dtype: torch.dtype | str) -> int:
+    """``torch.float32`` (or ``"float32"``) -> ExecuTorch ScalarType code (the C++ translator's table)."""
+    from et_tensorrt import _C
+
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype.replace("torch.", ""), None)
+    if not isinstance(dtype, torch.dtype):
+        raise BlobFormatError(f"{dtype!r} is not a torch dtype")
+    try:
+        return _C.scalar_type_code(dtype)
+    except UnsupportedDtypeError as e:
+        raise BlobFormatError(f"dtype {dtype} has no ExecuTorch ScalarType code in the blob format ({e})") from e
+
+
+def scalar_type_dtype(code: int) -> torch.dtype:
+    """ExecuTorch ScalarType code -> torch dtype (raises UnsupportedDtypeError for a code torch lacks)."""
+    from et_tensorrt import _C
+
+    return _C.scalar_type_dtype(int(code))
 
 
 def device_code(device) -> tuple[int, int]:
@@ -110,11 +125,41 @@ class IOEntry:
         return name if self.device_type == DEVICE_CPU else f"{name}:{self.device_index}"
 
 
+@dataclass(frozen=True)
+class Weight:
+    """A tensor to write into WEIGHTS: its graph-signature name and kind ("parameter", "buffer", "constant")."""
+
+    name: str
+    kind: str
+    tensor: torch.Tensor
+    persistent: bool = True
+
+
+@dataclass(frozen=True)
+class WeightEntry:
+    """A WEIGHTS table entry as the reader validated it; ``offset`` is from the start of the blob."""
+
+    name: str
+    kind: str
+    dtype: torch.dtype
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    nbytes: int
+    persistent: bool = True
+
+
 @dataclass
 class Blob:
+    """A parsed blob. Payloads are ``bytes`` from :func:`read_blob`, views of the runtime's copy in the delegate."""
+
     io: list[IOEntry]
-    program: bytes
-    engine: Optional[bytes] = None
+    engine: Optional[bytes | memoryview] = None
+    graph: Optional[bytes | memoryview] = None  # version 2: torch.export JSON of the partition
+    weights: list[WeightEntry] = field(default_factory=list)  # version 2: the WEIGHTS table
+    data: Optional[bytes | memoryview] = None  # the whole blob (WEIGHTS offsets index into it)
+    program: Optional[bytes | memoryview] = None  # version 1: torch.export.save archive
+    refit_map: Optional[bytes | memoryview] = None
     metadata: dict = field(default_factory=dict)
     exec_device_type: int = DEVICE_CUDA
     exec_device_index: int = 0
@@ -129,16 +174,84 @@ class Blob:
     def outputs(self) -> list[IOEntry]:
         return [e for e in self.io if e.role == ROLE_OUTPUT]
 
+    @property
+    def has_program(self) -> bool:
+        """Whether the blob embeds the partition's program (GRAPH + WEIGHTS, or a version-1 PROGRAM)."""
+        return self.graph is not None or self.program is not None
+
+    def weight_bytes(self, entry: WeightEntry) -> memoryview:
+        return memoryview(self.data)[entry.offset : entry.offset + entry.nbytes]
+
+    @staticmethod
+    def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> "Blob":
+        """The dataclass from ``_C.parse_blob``'s dict (or the delegate's). ``copy`` turns payload views
+        into ``bytes``; ``metadata`` decodes METADATA's JSON (the runtime never needs it)."""
+
+        def payload(key):
+            view = parsed[key]
+            return None if view is None else (bytes(view) if copy else view)
+
+        io = []
+        roles = {"input": ROLE_INPUT, "output": ROLE_OUTPUT, "size": ROLE_SIZE}
+        for key in ("inputs", "outputs"):
+            for e in parsed[key]:
+                dev = e["device"]
+                io.append(
+                    IOEntry(
+                        roles[e["role"]],
+                        e["name"],
+                        e["dtype_code"],
+                        tuple(DimRange(*d) for d in e["dims"]),
+                        DEVICE_CPU if dev.type == "cpu" else DEVICE_CUDA,
+                        dev.index or 0,
+                    )
+                )
+        weights = [
+            WeightEntry(
+                w["name"],
+                w["kind"],
+                w["dtype"],
+                tuple(w["sizes"]),
+                tuple(w["strides"]),
+                w["offset"],
+                w["nbytes"],
+                w["persistent"],
+            )
+            for w in parsed["weights"]
+        ]
+        meta = {}
+        if metadata and parsed["metadata"] is not None:
+            try:
+                meta = json.loads(bytes(parsed["metadata"]).decode("utf-8"))
+            except ValueError as exc:
+                raise BlobFormatError(f"delegate blob: METADATA is not JSON: {exc}") from exc
+            if not isinstance(meta, dict):
+                raise BlobFormatError("delegate blob: METADATA is not a JSON object")
+        exec_dev = parsed["execution_device"]
+        return Blob(
+            io=io,
+            engine=payload("engine"),
+            graph=payload("graph"),
+            weights=weights,
+            data=(bytes(data) if copy else data) if weights else None,
+            program=payload("program"),
+            refit_map=payload("refit_map"),
+            metadata=meta,
+            exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
+            exec_device_index=exec_dev.index or 0,
+            version=parsed["version"],
+        )
+
 
 # --------------------------------------------------------------------------------------------- writer
 
 
-def encode_io_table(entries: list[IOEntry]) -> bytes:
+def encode_io_table(entries: Sequence[IOEntry]) -> bytes:
     parts = [struct.pack("<I", len(entries))]
     for e in entries:
         if e.role not in _ROLES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown role {e.role}")
-        if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != SCALAR_TYPES["int64"]):
+        if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != _LONG):
             raise BlobFormatError(f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
                                   "(its value range) and dtype int64")
         if e.device_type not in _DEVICE_NAMES:
@@ -157,137 +270,151 @@ def encode_io_table(entries: list[IOEntry]) -> bytes:
     return b"".join(parts)
 
 
+def _pad(n: int, alignment: int) -> int:
+    return (alignment - n % alignment) % alignment
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Whether t's strides address every element exactly once, without gaps (any dim order)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
+    """(raw bytes, strides) for WEIGHTS: a dense tensor keeps its strides (its storage span, in memory
+    order); an expanded or overlapping one is written contiguous."""
+    t = t.detach().cpu()
+    if t.numel() == 0:
+        return b"", tuple(t.stride())
+    if not _dense(t):
+        t = t.contiguous()
+    span = torch.as_strided(t, (t.numel(),), (1,)).contiguous()  # the span of storage t addresses
+    return span.view(torch.uint8).numpy().tobytes(), tuple(t.stride())
+
+
+def encode_weights(weights: Sequence[Weight]) -> bytes:
+    """The WEIGHTS payload: u32 count, u32 0, entries, then each datum at a 64-aligned payload offset."""
+    if len(weights) > 0xFFFFFFFF:
+        raise BlobFormatError(f"{len(weights)} weights do not fit the WEIGHTS table")
+    entries, datas = [], []
+    for w in weights:
+        if w.kind not in WEIGHT_KINDS:
+            raise BlobFormatError(f"weight {w.name!r}: kind {w.kind!r} is not one of {WEIGHT_KINDS}")
+        if w.tensor.dim() > MAX_RANK:
+            raise BlobFormatError(f"weight {w.name!r}: rank {w.tensor.dim()} > {MAX_RANK}")
+        raw, strides = tensor_storage(w.tensor)
+        entries.append((w, raw, strides))
+    table_size = _WEIGHTS_HEAD.size + sum(
+        _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _ in entries
+    )
+    table = [_WEIGHTS_HEAD.pack(len(entries), 0)]
+    offset = table_size + _pad(table_size, ALIGNMENT)
+    for w, raw, strides in entries:
+        name = w.name.encode("utf-8")
+        if len(name) > 0xFFFF:
+            raise BlobFormatError(f"weight name too long ({len(name)} bytes)")
+        flags = 1 if (w.kind == "buffer" and w.persistent) else 0
+        dtype = scalar_type_code(w.tensor.dtype)
+        table.append(
+            _WEIGHT_FIXED.pack(
+                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if raw else 0, len(raw)
+            )
+        )
+        table.append(name)
+        table.append(struct.pack(f"<{w.tensor.dim()}q", *w.tensor.shape))
+        table.append(struct.pack(f"<{len(strides)}q", *strides))
+        if raw:
+            datas.append((offset, raw))
+            offset += len(raw) + _pad(len(raw), ALIGNMENT)
+    out = bytearray(b"".join(table))
+    assert len(out) == table_size
+    for at, raw in datas:
+        out += b"\0" * (at - len(out))
+        out += raw
+    return bytes(out)
+
+
 def write_sections(
-    sections: list[tuple[int, bytes]],
+    sections: Sequence[tuple[int, bytes]],
     exec_device_type: int,
     exec_device_index: int,
     *,
     version: int = VERSION,
     flags: int = 0,
     magic: bytes = MAGIC,
+    alignment: int = ALIGNMENT,
 ) -> bytes:
-    """Low-level writer (also used by the fixtures to make deliberately odd blobs)."""
+    """Low-level writer (also used by the fixtures to make deliberately odd blobs). Each payload starts at
+    a multiple of ``alignment`` (zero padding between payloads)."""
     if len(sections) > MAX_SECTIONS:
         raise BlobFormatError(f"{len(sections)} sections > {MAX_SECTIONS}")
-    table_end = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
-    offset = table_end
-    table = []
+    offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
+    table, body = [], bytearray()
     for kind, payload in sections:
+        offset += _pad(offset, alignment)
         table.append(_SECTION.pack(kind, 0, offset, len(payload)))
+        body += b"\0" * (offset - HEADER_SIZE - SECTION_ENTRY_SIZE * len(sections) - len(body))
+        body += payload
         offset += len(payload)
-    total = offset
     header = _HEADER.pack(
-        magic, version, flags, HEADER_SIZE, len(sections), total, exec_device_type, exec_device_index, b"\0" * 6
+        magic, version, flags, HEADER_SIZE, len(sections), offset, exec_device_type, exec_device_index, b"\0" * 6
     )
-    return header + b"".join(table) + b"".join(p for _, p in sections)
+    return header + b"".join(table) + bytes(body)
 
 
-def write_blob(blob: Blob) -> bytes:
-    sections = [(SECTION_IO_TABLE, encode_io_table(blob.io))]
-    if blob.engine is not None:
-        sections.append((SECTION_ENGINE, bytes(blob.engine)))
-    sections.append((SECTION_PROGRAM, bytes(blob.program)))
-    if blob.metadata:
-        sections.append((SECTION_METADATA, json.dumps(blob.metadata, sort_keys=True).encode("utf-8")))
-    return write_sections(sections, blob.exec_device_type, blob.exec_device_index, version=blob.version)
+def write_blob(
+    io: Sequence[IOEntry],
+    *,
+    engine: Optional[bytes] = None,
+    graph: Optional[bytes] = None,
+    weights: Sequence[Weight] = (),
+    metadata: Optional[dict] = None,
+    exec_device_type: int = DEVICE_CUDA,
+    exec_device_index: int = 0,
+) -> bytes:
+    """A version-2 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program)."""
+    if graph is None and weights:
+        raise BlobFormatError("WEIGHTS without a GRAPH: the weights belong to the embedded program")
+    if graph is None and engine is None:
+        raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
+    sections = [(SECTION_IO_TABLE, encode_io_table(io))]
+    if engine is not None:
+        sections.append((SECTION_ENGINE, bytes(engine)))
+    if graph is not None:
+        sections.append((SECTION_GRAPH, bytes(graph)))
+        sections.append((SECTION_WEIGHTS, encode_weights(weights)))
+    if metadata:
+        sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
+    return write_sections(sections, exec_device_type, exec_device_index)
 
 
 # --------------------------------------------------------------------------------------------- reader
 
 
-def _decode_io_table(payload: bytes) -> list[IOEntry]:
-    if len(payload) < 4:
-        raise BlobFormatError("IO_TABLE ends before its entry count")
-    (count,) = struct.unpack_from("<I", payload, 0)
-    pos = 4
-    entries = []
-    for i in range(count):
-        if pos + _ENTRY_FIXED.size > len(payload):
-            raise BlobFormatError(f"IO_TABLE ends early in entry {i} of {count}")
-        role, dtype, dev_type, dev_index, name_len, rank = _ENTRY_FIXED.unpack_from(payload, pos)
-        pos += _ENTRY_FIXED.size
-        if role not in _ROLES:
-            raise BlobFormatError(f"IO_TABLE entry {i}: unknown role {role}")
-        if role == ROLE_SIZE and (rank != 1 or dtype != SCALAR_TYPES["int64"]):
-            raise BlobFormatError(f"IO_TABLE entry {i}: a size entry has rank {rank}, dtype {dtype}; it needs rank 1 "
-                                  "(its value range) and dtype int64")
-        if dev_type not in _DEVICE_NAMES:
-            raise BlobFormatError(f"IO_TABLE entry {i}: unknown device type {dev_type}")
-        if rank > MAX_RANK:
-            raise BlobFormatError(f"IO_TABLE entry {i}: rank {rank} > {MAX_RANK}")
-        end = pos + name_len + rank * _DIM.size
-        if end > len(payload):
-            raise BlobFormatError(f"IO_TABLE ends early in entry {i} of {count}")
-        try:
-            name = payload[pos : pos + name_len].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BlobFormatError(f"IO_TABLE entry {i}: name is not UTF-8") from exc
-        pos += name_len
-        dims = []
-        for _ in range(rank):
-            lo, opt, hi = _DIM.unpack_from(payload, pos)
-            pos += _DIM.size
-            if hi != -1 and lo > hi:
-                raise BlobFormatError(f"IO_TABLE entry {i} ({name!r}): dim min {lo} > max {hi}")
-            dims.append(DimRange(lo, opt, hi))
-        entries.append(IOEntry(role, name, dtype, tuple(dims), dev_type, dev_index))
-    if pos != len(payload):
-        raise BlobFormatError(f"IO_TABLE has {len(payload) - pos} trailing bytes")
-    return entries
-
-
 def read_blob(data) -> Blob:
-    """Parse a blob; every structural problem raises BlobFormatError."""
+    """Parse a blob with the runtime's C++ reader; every structural problem raises BlobFormatError."""
+    from et_tensorrt import _C
+
     data = bytes(data)
-    if len(data) < HEADER_SIZE:
-        raise BlobFormatError(f"blob truncated: {len(data)} bytes, the header alone is {HEADER_SIZE}")
-    magic, version, flags, header_size, count, total, dev_type, dev_index, _ = _HEADER.unpack_from(data, 0)
-    if magic != MAGIC:
-        raise BlobFormatError(f"not an et_tensorrt blob: magic {magic!r}, expected {MAGIC!r}")
-    if version != VERSION:
-        raise BlobFormatError(f"unknown blob format version {version}; this build reads version {VERSION}")
-    if flags != 0:
-        raise BlobFormatError(f"unknown blob flags 0x{flags:04x}")
-    if header_size != HEADER_SIZE:
-        raise BlobFormatError(f"header_size {header_size}, expected {HEADER_SIZE}")
-    if total != len(data):
-        raise BlobFormatError(f"blob truncated or padded: header says {total} bytes, buffer has {len(data)}")
-    if dev_type not in _DEVICE_NAMES:
-        raise BlobFormatError(f"unknown execution device type {dev_type}")
-    if count > MAX_SECTIONS:
-        raise BlobFormatError(f"section_count {count} > {MAX_SECTIONS}")
-    table_end = HEADER_SIZE + SECTION_ENTRY_SIZE * count
-    if table_end > total:
-        raise BlobFormatError("blob truncated inside the section table")
-    sections: dict[int, bytes] = {}
-    for i in range(count):
-        kind, _reserved, offset, size = _SECTION.unpack_from(data, HEADER_SIZE + SECTION_ENTRY_SIZE * i)
-        if offset < table_end or offset > total or size > total - offset:
-            raise BlobFormatError(f"section {i} (kind {kind}) lies outside the blob: offset {offset}, size {size}")
-        if kind in sections:
-            raise BlobFormatError(f"duplicate section kind {kind}")
-        sections[kind] = data[offset : offset + size]
-    for kind in REQUIRED_SECTIONS:
-        if kind not in sections:
-            raise BlobFormatError(f"required section kind {kind} is missing")
-    metadata = {}
-    if SECTION_METADATA in sections:
-        try:
-            metadata = json.loads(sections[SECTION_METADATA].decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise BlobFormatError(f"METADATA is not UTF-8 JSON: {exc}") from exc
-    return Blob(
-        io=_decode_io_table(sections[SECTION_IO_TABLE]),
-        program=sections[SECTION_PROGRAM],
-        engine=sections.get(SECTION_ENGINE),
-        metadata=metadata,
-        exec_device_type=dev_type,
-        exec_device_index=dev_index,
-        version=version,
-    )
+    return Blob.from_parsed(_C.parse_blob(data), data)
 
 
-def program_digest(program: bytes) -> str:
-    """A partition's identity on both sides: the digest of the aten program its blob embeds (``preprocess``
-    records its ONNX export under it; the runtime's call records carry it)."""
-    return hashlib.sha256(bytes(program)).hexdigest()
+def program_digest(blob: Blob) -> str:
+    """A partition's identity on both sides: the digest of the program its blob embeds, GRAPH and every
+    weight's bytes (``preprocess`` records its ONNX export under it; the runtime's call records carry it).
+    An engine-only blob is identified by its engine."""
+    digest = hashlib.sha256()
+    if blob.graph is not None:
+        digest.update(bytes(blob.graph))
+        for entry in blob.weights:
+            digest.update(entry.name.encode("utf-8"))
+            digest.update(blob.weight_bytes(entry))
+    elif blob.program is not None:
+        digest.update(bytes(blob.program))
+    elif blob.engine is not None:
+        digest.update(bytes(blob.engine))
+    return digest.hexdigest()

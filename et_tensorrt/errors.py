@@ -21,6 +21,17 @@ class BlobFormatError(ValueError):
     """A delegate blob is truncated, damaged, or of a format version this build does not read."""
 
 
+class ProgramRefusedError(BlobFormatError):
+    """The program embedded in a delegate blob holds something the safe loader refuses to load: a pickled,
+    custom (torchbind) or opaque payload, code (an expression, op or name torch would evaluate), or an entry
+    it does not know. The message names the entry. See docs/security.md."""
+
+
+class EngineRefusedError(RuntimeError):
+    """A TensorRT engine needs host code (an embedded lean runtime or plugin library) to load, and running
+    code from a file is not allowed (set ET_TENSORRT_TRUST_ENGINE_CODE=1 only for engines you trust)."""
+
+
 class EngineBuildError(RuntimeError):
     """TensorRT (or the ONNX export before it) refused a partition; the message names the op."""
 

@@ -2,7 +2,8 @@
 
 The program is parsed with ExecuTorch's own deserializer (``deserialize_pte_binary``, which also moves
 delegate segments back inline); every delegate whose backend id is ``EtTensorRTBackend`` is decoded
-with :func:`et_tensorrt.blob.read_blob`. Nothing here needs a GPU or loads the runtime.
+with :func:`et_tensorrt.blob.read_blob` (the runtime's C++ reader). Passive: nothing here loads the
+program into a runtime, deserializes an engine or the embedded program, or needs a GPU.
 """
 
 from __future__ import annotations
@@ -18,14 +19,6 @@ from ._text import table
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
 _IDENT_OFFSET = 4
 
-# ExecuTorch ScalarType code -> torch dtype name (the codes the blob's I/O table uses too).
-_SCALAR_NAMES = {
-    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
-    7: "float64", 8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 15: "bfloat16",
-    27: "uint16", 28: "uint32", 29: "uint64",
-}
-
-
 def _backend_id() -> str:
     # compile_specs imports ExecuTorch's exir (seconds): only once a program is really parsed.
     from .compile_specs import BACKEND_ID
@@ -38,7 +31,14 @@ class NotAProgramError(ValueError):
 
 
 def scalar_name(code: int) -> str:
-    return _SCALAR_NAMES.get(int(code), f"ScalarType({int(code)})")
+    """ExecuTorch ScalarType code -> torch dtype name (the C++ translator's table)."""
+    from .blob import scalar_type_dtype
+    from .errors import UnsupportedDtypeError
+
+    try:
+        return str(scalar_type_dtype(int(code))).replace("torch.", "")
+    except UnsupportedDtypeError:
+        return f"ScalarType({int(code)})"
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,25 @@ def _blob_version(data: bytes) -> Optional[int]:
     return None
 
 
+def _deserialize(data: bytes, source: str):
+    """ExecuTorch's Python flatbuffer reader (no runtime): the Program, delegate segments inline."""
+    try:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        return deserialize_pte_binary(bytes(data)).program
+    except Exception as e:  # a corrupt flatbuffer raises anything from struct.error to IndexError
+        raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
+
+
+def delegate_blobs(pte: bytes, backend_id: Optional[str] = None) -> list[bytes]:
+    """The processed bytes of every delegate of ``backend_id`` (default: ours) in a program, in method and
+    delegate order: the one way to find blobs in a ``.pte`` (no magic-byte scans)."""
+    check_header(pte)
+    program = _deserialize(pte, "input")
+    wanted = backend_id or _backend_id()
+    return [_delegate_bytes(program, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
+
+
 def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
     """Parse a whole program (raises NotAProgramError when it is not one)."""
     from .blob import read_blob
@@ -149,12 +168,7 @@ def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
     from .errors import BlobFormatError
 
     schema = check_header(data, source)
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
-
-        program = deserialize_pte_binary(bytes(data)).program
-    except Exception as e:  # a corrupt flatbuffer raises anything from struct.error to IndexError
-        raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
+    program = _deserialize(data, source)
 
     methods = []
     for plan in program.execution_plan:
@@ -243,6 +257,14 @@ def format_delegate(d: DelegateInfo) -> list:
     else:
         engine = "none: the partition runs with PyTorch (" + str(meta.get("fallback_reason", "no reason recorded")) + ")"
     lines.append(f"  engine: {engine}")
+    if b.graph is not None:
+        program = (f"graph {_kib(len(b.graph))}, {len(b.weights)} weight(s) "
+                   f"{_kib(sum(w.nbytes for w in b.weights))} (raw, no pickle)")
+    elif b.program is not None:
+        program = f"version-1 torch.export archive, {_kib(len(b.program))} (read by the safe loader)"
+    else:
+        program = "none (engine-only blob)"
+    lines.append(f"  embedded program: {program}")
     targets = meta.get("target_archs") or []
     lines.append(
         f"  TensorRT: {meta.get('trt_flavour', '?')} {meta.get('trt_version', '?')}, precision "

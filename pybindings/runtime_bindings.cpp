@@ -4,8 +4,10 @@
 
 #include <variant>
 
+#include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
 #include "../extension/runtime/blob_reader.h"
+#include "../extension/runtime/blob_to_python.h"
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/placement_plan.h"
 #include "../extension/runtime/plan_recorder.h"
@@ -26,18 +28,6 @@ struct PlanRecording {
   std::thread::id thread;
   std::vector<std::shared_ptr<const PlacementPlan>> plans;  // kept after __exit__
 };
-
-py::dict io_entry_dict(const IoEntry& e) {
-  py::list dims;
-  for (const DimRange& d : e.dims) dims.append(py::make_tuple(d.min, d.opt, d.max));
-  py::dict out;
-  out["name"] = e.name;
-  out["role"] = e.role == IoRole::Size ? "size" : role_name(e.role);
-  out["dtype"] = executorch_to_torch_dtype(e.dtype);
-  out["device"] = executorch_to_torch_device(e.recorded_device);
-  out["dims"] = dims;
-  return out;
-}
 
 std::string_view bytes_view(const py::buffer& data, py::buffer_info& info) {
   info = data.request();
@@ -101,20 +91,27 @@ void bind_runtime(py::module_& m) {
         py::buffer_info info;
         const std::string_view bytes = bytes_view(data, info);
         const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
-        py::dict out;
-        out["version"] = blob.version;
-        out["execution_device"] = executorch_to_torch_device(blob.execution_device);
-        py::list inputs, outputs;
-        for (const IoEntry& e : blob.inputs) inputs.append(io_entry_dict(e));
-        for (const IoEntry& e : blob.outputs) outputs.append(io_entry_dict(e));
-        out["inputs"] = inputs;
-        out["outputs"] = outputs;
-        out["engine_size"] = blob.engine.size;
-        out["program_size"] = blob.program.size;
-        out["metadata"] = py::bytes(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size);
-        return out;
+        // Section payloads come back as slices of a byte view of `data` (which the slices keep alive).
+        const py::object view = py::memoryview(data).attr("cast")("B");
+        return blob_to_python(blob, reinterpret_cast<const uint8_t*>(bytes.data()), view);
       },
-      py::arg("blob"), "Parse a delegate blob with the C++ reader the runtime uses (raises BlobFormatError).");
+      py::arg("blob"),
+      "Parse a delegate blob with the C++ reader the runtime uses (raises BlobFormatError). Returns a dict: "
+      "version, execution_device, inputs, outputs, weights (the WEIGHTS table), and each section's payload "
+      "(engine, program, graph, weights_section, refit_map, metadata) as a memoryview slice of `blob`, or None.");
+
+  m.def(
+      "scalar_type_code", [](const c10::ScalarType& dtype) { return static_cast<int>(torch_to_executorch_dtype(dtype)); },
+      py::arg("dtype"), "torch dtype -> ExecuTorch ScalarType code (raises UnsupportedDtypeError).");
+  m.def(
+      "scalar_type_dtype",
+      [](int code) {
+        if (code < 0 || code > static_cast<int>(EtScalarType::UInt64)) {
+          throw UnsupportedDtypeError("ExecuTorch ScalarType code " + std::to_string(code) + " has no torch dtype");
+        }
+        return executorch_to_torch_dtype(static_cast<EtScalarType>(code));
+      },
+      py::arg("code"), "ExecuTorch ScalarType code -> torch dtype (raises UnsupportedDtypeError).");
 
   m.def(
       "plan_placement",
@@ -226,9 +223,10 @@ void bind_runtime(py::module_& m) {
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");
 
   py::class_<ProgramRunner>(m, "ProgramRunner")
-      .def_static("from_file", &ProgramRunner::from_file, py::arg("path"))
+      .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true)
       .def_static(
-          "from_bytes", [](const py::bytes& b) { return ProgramRunner::from_bytes(std::string(b)); }, py::arg("data"))
+          "from_bytes", [](const py::bytes& b, bool verify) { return ProgramRunner::from_bytes(std::string(b), verify); },
+          py::arg("data"), py::arg("verify") = true)
       .def("method_names", &ProgramRunner::method_names)
       .def("num_inputs", &ProgramRunner::num_inputs, py::arg("method"))
       .def("last_plan", [](const ProgramRunner& r) { return std::const_pointer_cast<MethodPlan>(r.last_plan()); })

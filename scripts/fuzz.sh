@@ -1,40 +1,43 @@
 #!/usr/bin/env bash
-# Runs both atheris fuzzers: the C++ blob parser (scripts/fuzz_blob.py) and describe over random strided
-# views (scripts/fuzz_describe.py). Prints the number of inputs each ran, the outcome counts, and any
-# crash (libFuzzer writes the crashing input to $ARTIFACTS/crash-*; reproduce with
-# `python scripts/fuzz_blob.py <file>`). Exit status: 0 when neither found anything.
+# Runs every fuzzer and prints, per fuzzer and seed, the inputs run, crashes, hangs and code runs:
+#   blob      the C++ blob reader (scripts/fuzz_blob.py, atheris)
+#   describe  describe() over random strided views (scripts/fuzz_describe.py, atheris)
+#   pte       whole mutated .pte files through Runner, in child processes (scripts/fuzz_pte.py)
+#   program   hostile embedded programs through the safe loader, in child processes (scripts/fuzz_program.py)
+# Crashing inputs are saved in $ARTIFACTS (crash-*; reproduce a blob one with `python scripts/fuzz_blob.py
+# <file>`, a .pte with `python -c "import et_tensorrt; et_tensorrt.Runner('<file>')"`). Exit status 0 when
+# nothing was found. Figures (one JSON line per pte/program seed) are appended to $ARTIFACTS/figures.jsonl.
 #
-#   scripts/fuzz.sh                   # 60,000 blob inputs + 60,000 strided views (>= 100,000 in all)
-#   BLOB_RUNS=1000000 DESCRIBE_RUNS=200000 scripts/fuzz.sh
+#   scripts/fuzz.sh                   # 60,000 blob + 60,000 views + 3 x 2,000 .pte + 2 x 10,000 programs
+#   BLOB_RUNS=1000000 PTE_SEEDS="0 1 2 3" PTE_INPUTS=5000 scripts/fuzz.sh
 #
 # Against the sanitized build: run scripts/sanitize.sh once, then
 #   FUZZ_PYTHONPATH=<its package dir> FUZZ_PRELOAD="$(gcc -print-file-name=libasan.so)" scripts/fuzz.sh
-#
-# Known finding F1 (docs/reliability.md) — a non-UTF-8 I/O name makes parse_blob raise
-# UnicodeDecodeError — is counted rather than stopping the blob fuzzer (FUZZ_TOLERATE_KNOWN=1; set it
-# to 0 to stop on it). The pytest smoke test does not tolerate it.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BLOB_RUNS="${BLOB_RUNS:-60000}"
 DESCRIBE_RUNS="${DESCRIBE_RUNS:-60000}"
+PTE_SEEDS="${PTE_SEEDS:-0 1 2}"
+PTE_INPUTS="${PTE_INPUTS:-2000}"
+PROGRAM_SEEDS="${PROGRAM_SEEDS:-0 1}"
+PROGRAM_INPUTS="${PROGRAM_INPUTS:-10000}"
 ARTIFACTS="${ARTIFACTS:-$(mktemp -d /tmp/et_tensorrt_fuzz.XXXXXX)}"
 PY="${PYTHON:-python}"
-export FUZZ_TOLERATE_KNOWN="${FUZZ_TOLERATE_KNOWN:-1}"
 [[ -n "${FUZZ_PYTHONPATH:-}" ]] && export PYTHONPATH="$FUZZ_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"
 [[ -n "${FUZZ_PRELOAD:-}" ]] && export LD_PRELOAD="$FUZZ_PRELOAD" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1"
+export ET_TENSORRT_CACHE_DIR="${ET_TENSORRT_CACHE_DIR:-$ARTIFACTS/engines}"  # never the user's cache
 mkdir -p "$ARTIFACTS/blob_corpus"
 cd "$ARTIFACTS"   # libFuzzer may drop files in the working directory
 
-run() {  # name script runs extra-args...
+run_atheris() {  # name script runs extra-args...
   local name="$1" script="$2" runs="$3"; shift 3
   local log="$ARTIFACTS/$name.log" stats="$ARTIFACTS/$name.stats"
   rm -f "$stats"
   FUZZ_STATS_FILE="$stats" "$PY" "$ROOT/scripts/$script" -runs="$runs" -artifact_prefix="$ARTIFACTS/$name-" \
       -print_final_stats=1 "$@" >"$log" 2>&1
   local rc=$?
-  local done_line
+  local done_line n
   done_line=$(grep -E '^Done [0-9]+ runs' "$log" | tail -1)
-  local n
   n=$(sed -E 's/^Done ([0-9]+) runs.*/\1/' <<<"$done_line")
   echo "== $name: ${done_line:-no 'Done' line} (exit $rc)"
   [[ -s "$stats" ]] && sed 's/^/   /' "$stats"
@@ -47,9 +50,23 @@ run() {  # name script runs extra-args...
   TOTAL=$((TOTAL + ${n:-0}))
 }
 
+run_children() {  # name script seed inputs extra-args...
+  local name="$1" script="$2" seed="$3" inputs="$4"; shift 4
+  local log="$ARTIFACTS/$name-$seed.log"
+  "$PY" "$ROOT/scripts/$script" --seed "$seed" --inputs "$inputs" --artifacts "$ARTIFACTS" \
+      --figures "$ARTIFACTS/figures.jsonl" "$@" >"$log" 2>&1
+  local rc=$?
+  echo "== $name seed $seed (exit $rc): $(grep -E '^\{' "$log" | tail -1)"
+  grep -E '^(CRASH|HANG|CODE RAN|[0-9]+x VIOLATION)' "$log" | sed 's/^/   /'
+  [[ $rc -ne 0 ]] && FAILED=1
+  TOTAL=$((TOTAL + inputs))
+}
+
 TOTAL=0
 FAILED=0
-run blob fuzz_blob.py "$BLOB_RUNS" -max_len=4096 "$ARTIFACTS/blob_corpus"
-run describe fuzz_describe.py "$DESCRIBE_RUNS" -len_control=0 -max_len=256
-echo "== total inputs: $TOTAL; crashes/violations: $([[ $FAILED -eq 0 ]] && echo none || echo SEE ABOVE); logs in $ARTIFACTS"
+run_atheris blob fuzz_blob.py "$BLOB_RUNS" -max_len=4096 "$ARTIFACTS/blob_corpus"
+run_atheris describe fuzz_describe.py "$DESCRIBE_RUNS" -len_control=0 -max_len=256
+for seed in $PTE_SEEDS; do run_children pte fuzz_pte.py "$seed" "$PTE_INPUTS"; done
+for seed in $PROGRAM_SEEDS; do run_children program fuzz_program.py "$seed" "$PROGRAM_INPUTS"; done
+echo "== total inputs: $TOTAL; crashes/hangs/code runs/violations: $([[ $FAILED -eq 0 ]] && echo none || echo SEE ABOVE); logs in $ARTIFACTS"
 exit $FAILED

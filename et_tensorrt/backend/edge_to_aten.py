@@ -18,6 +18,12 @@ from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.partition.supported_ops import ADAPTIVE_POOLING, adaptive_pool_window
 
 
+# Targets the rewrites below write in themselves (beyond an edge op's own aten op, its view form from
+# ``_view_op``, and the plain pooling of ``ADAPTIVE_POOLING``). The embedded program's safe loader allows
+# exactly what the partitioner delegates plus these (et_tensorrt/embedded_program/allowed_ops.py).
+REWRITE_TARGETS = ("aten._to_copy.default", "aten.clone.default", "aten.mean.dim")
+
+
 def _memory_format(dim_order, rank_hint=None):
     if dim_order is None:
         return torch.contiguous_format

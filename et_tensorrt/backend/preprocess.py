@@ -1,17 +1,17 @@
 """``EtTensorRTBackend``: ExecuTorch's AOT hook that turns one partition into a delegate blob.
 
 edge partition -> aten ExportedProgram -> ONNX (in memory) -> [onnxruntime validation] -> TensorRT engine
-(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program.
+(through the on-disk build cache) -> blob (docs/blob-format.md) with the engine and the aten program
+(GRAPH: torch.export's JSON, WEIGHTS: raw tensors; nothing pickled, see et_tensorrt.embedded_program).
 
 When TensorRT refuses the partition and ``pass_through_build_failures`` is off, the blob carries no ENGINE
-section and the runtime runs the embedded PROGRAM with PyTorch (ExecuTorch cannot un-delegate after
+section and the runtime runs the embedded program with PyTorch (ExecuTorch cannot un-delegate after
 preprocess); a warning names the op.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
 import logging
 import time
@@ -31,6 +31,7 @@ from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64
 from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
+from et_tensorrt.embedded_program import serialize_program
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
@@ -64,12 +65,6 @@ def record_exports():
         yield exports
     finally:
         _recorders.remove(exports)
-
-
-def _program_bytes(ep: ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    torch.export.save(ep, buf)
-    return buf.getvalue()
 
 
 def _io_entries(export, engine_built: bool = True) -> list:
@@ -130,7 +125,6 @@ class EtTensorRTBackend(BackendDetails):
         n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
 
         aten_ep = edge_to_aten(edge_program)
-        program = _program_bytes(aten_ep)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -144,8 +138,6 @@ class EtTensorRTBackend(BackendDetails):
         dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
         export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
         onnx_s = time.perf_counter() - t0
-        for exports in _recorders:
-            exports[blob_mod.program_digest(program)] = PartitionExport(label, build, export)
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
         if export.profile_count > 1 or any(i.is_size for i in export.inputs):
             metadata["optimization_profiles"] = _profiles_metadata(export)
@@ -181,15 +173,21 @@ class EtTensorRTBackend(BackendDetails):
             metadata["fallback_reason"] = str(exc)
             logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
 
+        # The embedded program (checked by the runtime's own safe-loader checks; after the build, so a
+        # TensorRT refusal is what a partition of an unsupported op reports).
+        graph, weights = serialize_program(aten_ep)
         io_entries = _io_entries(export, engine_built=engine is not None)
         data = blob_mod.write_blob(
-            blob_mod.Blob(
-                io=io_entries,
-                program=program,
-                engine=engine,
-                metadata=metadata,
-                exec_device_type=exec_type,
-                exec_device_index=exec_index,
-            )
+            io_entries,
+            engine=engine,
+            graph=graph,
+            weights=weights,
+            metadata=metadata,
+            exec_device_type=exec_type,
+            exec_device_index=exec_index,
         )
+        if _recorders:
+            digest = blob_mod.program_digest(blob_mod.read_blob(data))
+            for exports in _recorders:
+                exports[digest] = PartitionExport(label, build, export)
         return PreprocessResult(processed_bytes=data)

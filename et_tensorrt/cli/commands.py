@@ -136,7 +136,7 @@ def cmd_run(args) -> int:
         print(f"inputs from {args.inputs}:")
     inputs = [t.to(args.device) for t in inputs]
     print_tensors("input ", inputs)
-    runner, times = Runner(args.pte), []
+    runner, times = Runner(args.pte, verify=not args.no_verify), []
     with backend_log(args.debug), quiet_native_stderr(args.debug):
         for _ in range(args.repeat):
             start = time.perf_counter()

@@ -248,6 +248,11 @@ def build_parser(commands) -> argparse.ArgumentParser:
         help="where the inputs live: cpu or cuda:N (default cpu)",
     )
     p.add_argument("--repeat", type=_at_least_one, default=1, metavar="N", help="calls to time (default 1)")
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip ExecuTorch's program verification (trusted files only, see docs/security.md)",
+    )
 
     p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
     p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")

@@ -33,7 +33,16 @@ is named in a ``PlacementWarning``. Delegate output metadata is the graph's own 
 the partitioner never rewrites it.
 """
 
-from .partitioner import TensorRTPartitioner
 from .report import PartitionReport, Reason, explain
 
 __all__ = ["TensorRTPartitioner", "PartitionReport", "Reason", "explain"]
+
+
+def __getattr__(name: str):
+    # Imported on first use: the runtime's safe loader reads this package's op table and must not pull in
+    # executorch.exir (the partitioner's base class) with it.
+    if name == "TensorRTPartitioner":
+        from .partitioner import TensorRTPartitioner
+
+        return TensorRTPartitioner
+    raise AttributeError(f"module 'et_tensorrt.partition' has no attribute {name!r}")

@@ -6,15 +6,15 @@ outputs it could share, views of the caller's output memory. The executor comput
 tensor per output; the delegate copies any result that is not already in the caller's memory.
 
 Choice of executor: TensorRT where it can run (a CUDA device, a TensorRT runtime, and an engine that
-deserializes for this GPU); otherwise the partition's exported program with PyTorch, on the execution
-device when CUDA is usable and on the host when it is not, with one log line saying why.
-``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back.
+deserializes for this GPU without host code, see engine_loading); otherwise the partition's embedded
+program with PyTorch, on the execution device when CUDA is usable and on the host when it is not, with
+one log line saying why. ``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded
+program is loaded by the safe loader (et_tensorrt.embedded_program): no pickle, no eval.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import math
 import os
@@ -24,7 +24,9 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, program_digest, read_blob
+from ..blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
+from ..embedded_program import load_program
+from ..errors import EngineRefusedError
 from . import graph_program
 
 log = logging.getLogger("et_tensorrt")
@@ -35,12 +37,13 @@ FALLBACK_POLICIES = ("pytorch", "error")
 # that observe each executor call from Python, such as the GPU check's spy).
 INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
 
-# torch.export.load keeps a process-wide "current deserializer" and is not thread-safe.
+# torch.export's deserializer (under the safe loader) keeps a process-wide "current deserializer": not
+# thread-safe.
 _LOAD_LOCK = threading.Lock()
 
 
 class PyTorchExecutor:
-    """Runs the partition's embedded ExportedProgram with PyTorch.
+    """Runs the partition's embedded program (loaded by the safe loader, et_tensorrt.embedded_program) with PyTorch.
 
     Where the graph allows (aten operators, getitem, size arithmetic: every partition the partitioner makes
     today), ``native`` is a C++ GraphInterpreter that the delegate calls without Python or the GIL;
@@ -54,7 +57,7 @@ class PyTorchExecutor:
         self.device = device
         self.reason = reason
         with _LOAD_LOCK:
-            program = torch.export.load(io.BytesIO(blob.program))
+            program = load_program(blob)
         lifted = graph_program.lifted_tensors(program, device)
         self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
         if os.environ.get(INTERPRETER_ENV, "1") != "0":
@@ -120,7 +123,7 @@ class TensorRTExecutor:
         self._index = device.index or 0
         self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
         self._output_names = [e.name for e in blob.outputs]
-        self._output_dtypes = [_torch_dtype(e.dtype) for e in blob.outputs]
+        self._output_dtypes = [scalar_type_dtype(e.dtype) for e in blob.outputs]
         self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]  # unnamed sizes: derived
         self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
         self._size_memory = {
@@ -193,17 +196,15 @@ class TensorRTExecutor:
         return results
 
 
-def _torch_dtype(code: int) -> torch.dtype:
-    from ..blob import SCALAR_TYPES
-
-    name = {v: k for k, v in SCALAR_TYPES.items()}[code]
-    return getattr(torch, name)
-
-
 def _deserialize(blob: Blob, device: torch.device):
-    """The engine, or (None, why not). Never deserializes without a GPU: the lean runtime can crash."""
+    """The engine, or (None, why not). Never deserializes without a GPU: the lean runtime can crash.
+    Raises EngineRefusedError for an engine that needs host code (see engine_loading)."""
     if blob.engine is None:
         return None, "the blob carries no engine (its build was left to PyTorch at lowering time)"
+    if blob.refit_map is not None:
+        # Reserved for weight-stripped engines (docs/blob-format.md): this build cannot refit, and a
+        # stripped engine without its weights computes garbage.
+        return None, "the engine is weight-stripped (REFIT_MAP) and this build cannot refit it"
     if blob.exec_device_type != DEVICE_CUDA:
         return None, "the partition's execution device is the host"
     if not torch.cuda.is_available():
@@ -212,15 +213,16 @@ def _deserialize(blob: Blob, device: torch.device):
         from .. import trt
     except ImportError as e:
         return None, f"no TensorRT runtime ({e})"
+    from .engine_loading import deserialize_engine
+
     try:
         mod = trt.module()
         with torch.cuda.device(device):
-            engine = mod.Runtime(mod.Logger(mod.Logger.WARNING)).deserialize_cuda_engine(blob.engine)
+            return deserialize_engine(mod, blob.engine)
+    except EngineRefusedError:
+        raise
     except Exception as e:  # a TensorRT that cannot even start here
         return None, f"TensorRT could not load the engine ({e})"
-    if engine is None:
-        return None, "the engine does not deserialize on this GPU (built for another GPU or TensorRT version)"
-    return engine, ""
 
 
 def fallback_policy() -> str:
@@ -280,12 +282,14 @@ class _Recorded:
         return results
 
 
-def create_executor(blob_bytes) -> PyTorchExecutor | TensorRTExecutor:
+def create_executor(parsed: dict) -> PyTorchExecutor | TensorRTExecutor:
+    """The executor for one partition, from the blob the C++ delegate already parsed (``parsed`` is
+    ``blob_to_python``'s dict: its payloads are views of the delegate's copy, valid during this call)."""
     policy = fallback_policy()  # a bad value is refused before anything is loaded
-    blob = read_blob(blob_bytes)
+    blob = Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
     executor = _create_executor(blob, policy)
     if _recorders:
-        return _Recorded(executor, program_digest(blob.program), list(_recorders))
+        return _Recorded(executor, program_digest(blob), list(_recorders))
     return executor
 
 
@@ -294,6 +298,9 @@ def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecu
     engine, reason = _deserialize(blob, device)
     if engine is not None:
         return TensorRTExecutor(blob, device, engine)
+    if not blob.has_program:
+        raise RuntimeError(f"TensorRT cannot execute this partition here ({reason}) and its blob carries no "
+                           "program to run instead (an engine-only blob): run it where its engine does")
     if policy == "error":
         raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
                            "the PyTorch fallback (unset it to allow)")

@@ -3,6 +3,10 @@
 Inputs are described with their real devices (errors name the input, the method and the device).
 Callers may pass preallocated ``outputs`` (e.g. CUDA tensors): outputs the program left unplanned are
 written in place (``Method::set_output_data_ptr``), others are copied into them.
+
+Programs are loaded with ExecuTorch's ``InternalConsistency`` verification (its flatbuffer verifier and
+semantic checks), as ExecuTorch's own Python runtime does: a corrupt ``.pte`` is a RunnerError, not a
+crash. ``verify=False`` skips it for files you trust (docs/security.md has its measured cost).
 """
 
 from __future__ import annotations
@@ -75,15 +79,15 @@ def record_plans() -> _C.PlanRecording:
 
 
 class Runner:
-    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview):
+    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview, *, verify: bool = True):
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
-            self._native = _C.ProgramRunner.from_bytes(bytes(program))
+            self._native = _C.ProgramRunner.from_bytes(bytes(program), verify)
         else:
             path = os.fspath(program)
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
-            self._native = _C.ProgramRunner.from_file(path)
+            self._native = _C.ProgramRunner.from_file(path, verify)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
         self.last_plan: Optional[_C.MethodPlan] = None

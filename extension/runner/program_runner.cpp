@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <fstream>
+
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/errors.h"
@@ -13,6 +15,7 @@
 #include "../aten_util/torch_view.h"
 #include "../runtime/delegate_handle.h"
 #include "../runtime/plan_recorder.h"
+#include "delegate_fields_check.h"
 
 namespace et_tensorrt {
 namespace {
@@ -83,6 +86,41 @@ void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& inf
   }
 }
 
+executorch::runtime::Program::Verification verification(bool verify) {
+  return verify ? executorch::runtime::Program::Verification::InternalConsistency
+                : executorch::runtime::Program::Verification::Minimal;
+}
+
+const char* kVerifyHint = " (it failed ExecuTorch's program verification: the file is corrupt or not a program)";
+
+// After verification: the fields ExecuTorch's method loading dereferences unchecked (delegate_fields_check.h).
+void check_delegate_fields(const uint8_t* data, size_t size, const std::string& what) {
+  const std::string missing = missing_delegate_fields(data, program_flatbuffer_size(data, size));
+  if (!missing.empty()) {
+    throw RunnerError("cannot load " + what + ": " + missing + " (the file is corrupt; ExecuTorch would crash on it)");
+  }
+}
+
+// The flatbuffer part of a .pte file (the extended header says how long it is; segments are not read).
+std::string read_program_flatbuffer(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string head(32, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  f.seekg(0, std::ios::end);
+  const size_t file_size = static_cast<size_t>(f.tellg());
+  size_t size = file_size;
+  if (head.size() == 32) {
+    const size_t declared = program_flatbuffer_size(reinterpret_cast<const uint8_t*>(head.data()), file_size);
+    size = declared;
+  }
+  std::string data(size, '\0');
+  f.seekg(0);
+  f.read(data.data(), static_cast<std::streamsize>(size));
+  data.resize(static_cast<size_t>(f.gcount()));
+  return data;
+}
+
 // Method::set_input's own refusals (a static dim that differs, a rank it cannot resize to) come back as a bare
 // error code; name the input, what the program takes and what was given instead.
 void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t, size_t index,
@@ -109,19 +147,31 @@ const void* method_input_data(const executorch::runtime::Method& m, size_t index
 
 } // namespace
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->module_ = std::make_unique<Module>(path, Module::LoadMode::File);
-  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program " + path, err);
+  if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
+    fail("cannot load program " + path + (err == Error::InvalidProgram && verify ? kVerifyHint : ""), err);
+  }
+  if (verify) {
+    const std::string flatbuffer = read_program_flatbuffer(path);
+    check_delegate_fields(reinterpret_cast<const uint8_t*>(flatbuffer.data()), flatbuffer.size(), "program " + path);
+  }
   return r;
 }
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->bytes_ = std::move(bytes);
   r->module_ = std::make_unique<Module>(
       std::make_unique<executorch::extension::BufferDataLoader>(r->bytes_.data(), r->bytes_.size()));
-  if (const Error err = r->module_->load(); err != Error::Ok) fail("cannot load program from bytes", err);
+  if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
+    fail(std::string("cannot load program from bytes") + (err == Error::InvalidProgram && verify ? kVerifyHint : ""),
+         err);
+  }
+  if (verify) {
+    check_delegate_fields(reinterpret_cast<const uint8_t*>(r->bytes_.data()), r->bytes_.size(), "program from bytes");
+  }
   return r;
 }
 

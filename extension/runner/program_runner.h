@@ -26,9 +26,11 @@ struct InputShapeError : std::invalid_argument {
 
 class ProgramRunner {
  public:
-  // From a file path, or from program bytes (copied and owned by the runner).
-  static std::unique_ptr<ProgramRunner> from_file(const std::string& path);
-  static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes);
+  // From a file path, or from program bytes (copied and owned by the runner). `verify` loads the program
+  // with ExecuTorch's InternalConsistency verification (the flatbuffer verifier and its semantic checks),
+  // so a corrupt program is an error rather than a crash; only a trusted program should skip it.
+  static std::unique_ptr<ProgramRunner> from_file(const std::string& path, bool verify = true);
+  static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes, bool verify = true);
 
   std::vector<std::string> method_names();
   size_t num_inputs(const std::string& method);

@@ -10,7 +10,16 @@ constexpr size_t kHeaderSize = 32;
 constexpr size_t kSectionEntrySize = 24;
 constexpr uint32_t kMaxSections = 16;
 constexpr uint16_t kMaxRank = 16;
-enum SectionKind : uint32_t { kIoTable = 1, kEngine = 2, kProgram = 3, kMetadata = 4 };
+enum SectionKind : uint32_t {
+  kIoTable = 1,
+  kEngine = 2,
+  kProgram = 3,  // version 1 only
+  kMetadata = 4,
+  kGraph = 5,     // version 2 on
+  kWeights = 6,   // version 2 on
+  kRefitMap = 7,  // version 2 on, reserved (docs/blob-format.md)
+};
+constexpr size_t kWeightEntryFixedSize = 24;
 
 [[noreturn]] void fail(const std::string& what) {
   throw BlobFormatError("delegate blob: " + what + " (re-lower the model with this et_tensorrt version)");
@@ -36,6 +45,7 @@ class Reader {
     return s;
   }
   size_t remaining() const { return size_ - pos_; }
+  size_t position() const { return pos_; }
 
  private:
   void need(size_t n) const {
@@ -130,6 +140,128 @@ IoEntry read_entry(Reader& r, uint32_t i) {
   return e;
 }
 
+
+// Element size of a dtype WEIGHTS may hold: plain numeric types torch can view raw bytes as
+// (quantized and bit-packed codes are refused; 0 means refused).
+size_t weight_element_size(EtScalarType dtype) {
+  switch (dtype) {
+    case EtScalarType::Byte:
+    case EtScalarType::Char:
+    case EtScalarType::Bool:
+    case EtScalarType::Float8_e5m2:
+    case EtScalarType::Float8_e4m3fn:
+    case EtScalarType::Float8_e5m2fnuz:
+    case EtScalarType::Float8_e4m3fnuz:
+      return 1;
+    case EtScalarType::Short:
+    case EtScalarType::Half:
+    case EtScalarType::BFloat16:
+    case EtScalarType::UInt16:
+      return 2;
+    case EtScalarType::Int:
+    case EtScalarType::Float:
+    case EtScalarType::UInt32:
+    case EtScalarType::ComplexHalf:
+      return 4;
+    case EtScalarType::Long:
+    case EtScalarType::Double:
+    case EtScalarType::UInt64:
+    case EtScalarType::ComplexFloat:
+      return 8;
+    case EtScalarType::ComplexDouble:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// Bytes the sizes and strides address: (1 + sum((size - 1) * stride)) * element size, 0 when a size is 0.
+// Every step is overflow-checked; an overflow is a damaged entry.
+uint64_t addressed_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, size_t element,
+                         const std::string& what) {
+  unsigned __int128 span = 1, numel = 1;
+  constexpr unsigned __int128 kLimit = static_cast<unsigned __int128>(INT64_MAX);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || strides[d] < 0) {
+      fail(what + " has a negative size or stride");
+    }
+    if (sizes[d] == 0) return 0;
+    span += static_cast<unsigned __int128>(sizes[d] - 1) * static_cast<unsigned __int128>(strides[d]);
+    numel *= static_cast<unsigned __int128>(sizes[d]);
+    if (span > kLimit || numel > kLimit) {
+      fail(what + " addresses more than 2^63 elements");
+    }
+  }
+  const unsigned __int128 bytes = span * element;
+  if (bytes > kLimit) fail(what + " addresses more than 2^63 bytes");
+  return static_cast<uint64_t>(bytes);
+}
+
+// WEIGHTS: u32 count, u32 reserved, count entries, then (64-aligned) data. Offsets in the file are from
+// the start of this payload; the result holds them from the start of the blob.
+std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_offset) {
+  if (section_offset % kWeightAlignment != 0) {
+    fail("WEIGHTS section is not 64-byte aligned in the blob");
+  }
+  Reader r(section.data, section.size, "WEIGHTS");
+  const uint32_t count = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("WEIGHTS reserved field is not zero");
+  if (count > r.remaining() / kWeightEntryFixedSize) {
+    fail("WEIGHTS declares " + std::to_string(count) + " entries, more than its table can hold (truncated)");
+  }
+  std::vector<WeightEntry> entries;
+  entries.reserve(count);
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string what = "WEIGHTS entry " + std::to_string(i);
+    WeightEntry w;
+    const uint8_t kind = r.read<uint8_t>();
+    if (kind > static_cast<uint8_t>(WeightKind::Constant)) fail(what + " has unknown kind " + std::to_string(kind));
+    w.kind = static_cast<WeightKind>(kind);
+    const uint8_t dtype = r.read<uint8_t>();
+    const size_t element = dtype <= static_cast<uint8_t>(EtScalarType::UInt64)
+                               ? weight_element_size(static_cast<EtScalarType>(dtype))
+                               : 0;
+    if (element == 0) fail(what + " has a dtype code (" + std::to_string(dtype) + ") weights cannot hold");
+    w.dtype = static_cast<EtScalarType>(dtype);
+    const uint8_t rank = r.read<uint8_t>();
+    if (rank > kMaxRank) fail(what + " has rank " + std::to_string(rank) + " > 16");
+    const uint8_t flags = r.read<uint8_t>();
+    if (flags & ~1u) fail(what + " has unknown flags");
+    w.persistent = (flags & 1u) != 0;
+    const uint16_t name_len = r.read<uint16_t>();
+    if (r.read<uint16_t>() != 0) fail(what + " reserved field is not zero");
+    const uint64_t offset = r.read<uint64_t>();
+    w.nbytes = r.read<uint64_t>();
+    w.name = r.read_string(name_len);
+    if (w.name.empty() || !valid_utf8(w.name)) fail(what + " has an empty or non-UTF-8 name");
+    if (!names.insert(w.name).second) fail(what + " repeats the name '" + w.name + "'");
+    w.sizes.resize(rank);
+    w.strides.resize(rank);
+    for (auto& s : w.sizes) s = r.read<int64_t>();
+    for (auto& s : w.strides) s = r.read<int64_t>();
+    const uint64_t expected = addressed_bytes(w.sizes, w.strides, element, what + " ('" + w.name + "')");
+    if (w.nbytes != expected) {
+      fail(what + " ('" + w.name + "') holds " + std::to_string(w.nbytes) + " bytes but its sizes, strides and dtype "
+           "address " + std::to_string(expected));
+    }
+    if (offset % kWeightAlignment != 0) fail(what + " ('" + w.name + "') data is not 64-byte aligned");
+    entries.push_back(std::move(w));
+    entries.back().offset = offset;  // checked against the data region below, once the table's end is known
+  }
+  const size_t table_end = r.position();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    WeightEntry& w = entries[i];
+    if (w.nbytes == 0 ? w.offset != 0
+                      : (w.offset < table_end || w.offset > section.size || w.nbytes > section.size - w.offset)) {
+      fail("WEIGHTS entry " + std::to_string(i) + " ('" + w.name + "') data lies outside the WEIGHTS data region" +
+           (w.nbytes == 0 ? " (an empty entry's offset is 0)" : ""));
+    }
+    w.offset += section_offset;
+  }
+  return entries;
+}
+
 } // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
@@ -143,9 +275,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   Reader header(bytes + 4, kHeaderSize - 4, "header");
   DelegateBlob blob;
   blob.version = header.read<uint16_t>();
-  if (blob.version != kBlobFormatVersion) {
-    fail("format version " + std::to_string(blob.version) + " is not supported (this build reads version " +
-         std::to_string(kBlobFormatVersion) + ")");
+  if (blob.version < kOldestBlobFormatVersion || blob.version > kBlobFormatVersion) {
+    fail("format version " + std::to_string(blob.version) + " is not supported (this build reads versions " +
+         std::to_string(kOldestBlobFormatVersion) + " to " + std::to_string(kBlobFormatVersion) + ")");
   }
   if (header.read<uint16_t>() != 0) {
     fail("unknown flags");
@@ -172,6 +304,8 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
 
   std::set<uint32_t> seen;
   ByteSpan io_table;
+  size_t weights_offset = 0;
+  const bool v2 = blob.version >= 2;
   Reader table(bytes + kHeaderSize, table_end - kHeaderSize, "section table");
   for (uint32_t i = 0; i < section_count; ++i) {
     const uint32_t kind = table.read<uint32_t>();
@@ -184,17 +318,41 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     if (!seen.insert(kind).second) {
       fail("section " + std::to_string(kind) + " appears twice");
     }
-    const ByteSpan span{bytes + offset, static_cast<size_t>(length)};
+    const ByteSpan span{bytes + offset, static_cast<size_t>(length), true};
     switch (kind) {
       case kIoTable: io_table = span; break;
       case kEngine: blob.engine = span; break;
-      case kProgram: blob.program = span; break;
       case kMetadata: blob.metadata = span; break;
-      default: break;  // forward compatible: unknown sections are skipped
+      case kProgram:
+        if (v2) fail("has a PROGRAM section (a torch.export archive), which only version 1 carries");
+        blob.program = span;
+        break;
+      case kGraph:
+        if (v2) blob.graph = span;
+        break;
+      case kWeights:
+        if (v2) blob.weights = span, weights_offset = offset;
+        break;
+      case kRefitMap:
+        if (v2) blob.refit_map = span;
+        break;
+      default: break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
   }
   if (!seen.count(kIoTable)) fail("missing the IO_TABLE section");
-  if (!seen.count(kProgram)) fail("missing the PROGRAM section");
+  if (!v2 && !blob.program.present) fail("missing the PROGRAM section");
+  if (v2) {
+    if (blob.graph.present != blob.weights.present) fail("has one of GRAPH and WEIGHTS without the other");
+    if (!blob.graph.present && !blob.engine.present) fail("has neither an ENGINE nor a GRAPH + WEIGHTS program");
+    if (blob.refit_map.present && !(blob.engine.present && blob.weights.present)) {
+      fail("has a REFIT_MAP without both the ENGINE and the WEIGHTS it maps between");
+    }
+    if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset);
+  }
+  if (blob.metadata.present &&
+      !valid_utf8(std::string(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size))) {
+    fail("METADATA is not UTF-8");
+  }
 
   Reader r(io_table.data, io_table.size, "IO_TABLE");
   const uint32_t count = r.read<uint32_t>();

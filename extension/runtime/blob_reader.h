@@ -1,5 +1,6 @@
-// The delegate blob (docs/blob-format.md, version 1): what preprocess wrote for one partition.
-// Parsing validates every offset and length before reading; a damaged blob is a BlobFormatError,
+// The delegate blob (docs/blob-format.md, versions 1 and 2): what preprocess wrote for one partition.
+// This is the one reader: the runtime parses with it and Python's et_tensorrt.blob.read_blob wraps it.
+// Parsing validates every count, offset and length before reading; a damaged blob is a BlobFormatError,
 // never an out-of-bounds read.
 #pragma once
 
@@ -18,7 +19,9 @@ struct BlobFormatError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-constexpr uint16_t kBlobFormatVersion = 1;
+constexpr uint16_t kBlobFormatVersion = 2;        // what preprocess writes
+constexpr uint16_t kOldestBlobFormatVersion = 1;  // still read (its PROGRAM by the safe loader)
+constexpr size_t kWeightAlignment = 64;           // WEIGHTS payload and every datum in it
 
 // Size: an integer argument (a SymInt the partition reads), passed by ExecuTorch as an Int EValue; its one
 // "dim" is the range of its value, its name the engine input it binds ("" when the engine derives it).
@@ -38,11 +41,25 @@ struct IoEntry {
   bool is_size() const { return role == IoRole::Size; }
 };
 
+// The graph-signature kind of a weight: what the embedded program lifts it as.
+enum class WeightKind : uint8_t { Parameter = 0, Buffer = 1, Constant = 2 };
+
+// One WEIGHTS table entry: a tensor's raw bytes, described by the blob itself (never by a pickle).
+struct WeightEntry {
+  WeightKind kind;
+  EtScalarType dtype;
+  bool persistent = true;  // buffers only: part of the state dict
+  std::string name;        // the graph signature's target (a dotted module path)
+  std::vector<int64_t> sizes, strides;
+  uint64_t offset = 0;  // from the start of the blob (the file stores it from the WEIGHTS payload)
+  uint64_t nbytes = 0;  // exactly the storage the sizes and strides address, times the element size
+};
+
 // A view of one section inside the caller's buffer (not owned).
 struct ByteSpan {
   const uint8_t* data = nullptr;
   size_t size = 0;
-  bool empty() const { return size == 0; }
+  bool present = false;  // the section is in the blob (it may still be empty)
 };
 
 struct DelegateBlob {
@@ -50,9 +67,13 @@ struct DelegateBlob {
   EtDevice execution_device{EtDeviceType::CUDA, 0};
   std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
-  ByteSpan engine;    // may be empty: the build was left to PyTorch
-  ByteSpan program;   // torch.export.save bytes of the partition
-  ByteSpan metadata;  // UTF-8 JSON, informational
+  ByteSpan engine;     // serialized TensorRT engine; absent when the build was left to PyTorch
+  ByteSpan program;    // version 1 only: torch.export.save archive of the partition
+  ByteSpan graph;      // version 2: torch.export JSON of the partition's aten program
+  ByteSpan weights;    // version 2: the WEIGHTS section (table + data), described by `weight_entries`
+  ByteSpan refit_map;  // version 2, reserved: engine weight -> WEIGHTS entry (an engine to refit)
+  ByteSpan metadata;   // UTF-8 JSON, informational
+  std::vector<WeightEntry> weight_entries;
 };
 
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.

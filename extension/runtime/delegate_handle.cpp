@@ -9,6 +9,7 @@
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
+#include "blob_to_python.h"
 #include "plan_recorder.h"
 #include "pointer_residence.h"
 
@@ -19,6 +20,27 @@ namespace et_tensorrt {
 namespace {
 
 thread_local std::string t_last_error;
+
+// "Type: message" of a Python exception, without pybind11's traceback: the one line a user reads.
+std::runtime_error python_error(const py::error_already_set& e) {
+  std::string type = "Exception", what;
+  try {
+    type = py::str(e.type().attr("__name__")).cast<std::string>();
+    what = py::str(e.value()).cast<std::string>();
+  } catch (...) {
+    what = e.what();
+  }
+  return std::runtime_error(type + ": " + what);
+}
+
+// Releases the section views handed to the executor (see the constructor).
+void release_views(const py::dict& parsed) {
+  for (const auto& item : parsed) {
+    if (PyMemoryView_Check(item.second.ptr())) {
+      item.second.attr("release")();  // BufferError if the executor still exports it: a bug, reported
+    }
+  }
+}
 
 } // namespace
 
@@ -44,7 +66,21 @@ DelegateHandle::DelegateHandle(const void* blob, size_t size)
       blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
   py::gil_scoped_acquire gil;
   py::object create = py::module_::import("et_tensorrt.runtime.executors").attr("create_executor");
-  executor_ = create(py::memoryview::from_memory(bytes_.data(), static_cast<py::ssize_t>(bytes_.size())));
+  // The executor gets the blob already parsed: its sections as views of bytes_. It copies what it keeps
+  // (engine deserialized, weights into tensors), so the views are released once it is built; a view it
+  // kept anyway would then raise rather than read freed memory after this handle is gone.
+  py::dict parsed = blob_to_python(
+      blob_, bytes_.data(), py::memoryview::from_memory(bytes_.data(), static_cast<py::ssize_t>(bytes_.size())));
+  try {
+    executor_ = create(parsed);
+  } catch (const py::error_already_set& e) {
+    release_views(parsed);
+    throw python_error(e);
+  } catch (...) {
+    release_views(parsed);
+    throw;
+  }
+  release_views(parsed);
   execution_device_ = torch_to_executorch_device(executor_.attr("device").cast<c10::Device>());
   executor_kind_ = executor_.attr("kind").cast<std::string>();
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
@@ -172,7 +208,12 @@ std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<c10::IValue
     py_inputs[i] = inputs[i].isInt() ? py::object(py::int_(inputs[i].toInt())) : py::cast(inputs[i].toTensor());
   }
   for (size_t i = 0; i < targets.size(); ++i) py_targets[i] = targets[i].defined() ? py::cast(targets[i]) : py::none();
-  const py::sequence results = run_(py_inputs, py_targets).cast<py::sequence>();
+  py::sequence results;
+  try {
+    results = run_(py_inputs, py_targets).cast<py::sequence>();
+  } catch (const py::error_already_set& e) {
+    throw python_error(e);
+  }
   std::vector<at::Tensor> out;
   out.reserve(results.size());
   for (const py::handle r : results) out.push_back(r.cast<at::Tensor>());

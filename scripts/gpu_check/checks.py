@@ -232,11 +232,14 @@ class Checks:
         for raw in self.blobs(name):
             parsed = self.et._C.parse_blob(raw)  # the C++ reader the delegate uses
             blob = read_blob(raw)
-            if blob.engine is None or parsed["engine_size"] == 0:
+            engine = parsed["engine"]
+            if blob.engine is None or engine is None or len(engine) == 0:
                 raise AssertionError("the blob carries no engine")
-            out.append({"version": parsed["version"], "engine_bytes": parsed["engine_size"],
-                        "program_bytes": parsed["program_size"], "execution_device": str(parsed["execution_device"]),
-                        "metadata": json.loads(parsed["metadata"] or b"{}")})
+            program_bytes = sum(len(parsed[k]) for k in ("graph", "weights_section", "program") if parsed[k] is not None)
+            metadata = parsed["metadata"]
+            out.append({"version": parsed["version"], "engine_bytes": len(engine),
+                        "program_bytes": program_bytes, "execution_device": str(parsed["execution_device"]),
+                        "metadata": json.loads(bytes(metadata) if metadata is not None else b"{}")})
         engines = ", ".join(f"{b['engine_bytes']} B" for b in out)
         return f"{len(out)} blob(s), format v{out[0]['version']}, engine(s) {engines}", {"blobs": out}
 

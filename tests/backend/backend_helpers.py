@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from conftest import SplitPartitioner  # noqa: E402
 from et_tensorrt import compile_specs as cs  # noqa: E402
 from et_tensorrt import blob as B  # noqa: E402
 from et_tensorrt import trt  # noqa: E402
+from et_tensorrt.embedded_program import load_program  # noqa: E402
 
 # What TensorRT writes at offset 0 of a serialized engine (TensorRT-RTX 1.7: b"vtrt"; TensorRT 10: b"ftrt").
 ENGINE_MAGIC = {"tensorrt_rtx": b"vtrt", "tensorrt": b"ftrt"}
@@ -67,8 +67,9 @@ def check_blob(blob, partition, *, expect_engine=True):
         assert blob.metadata["trt_flavour"] == trt.flavour()
         errors = blob.metadata["validation_max_abs_error"]
         assert set(errors) == {e.name for e in blob.outputs}
-    # the embedded program is a loadable aten ExportedProgram with the same signature
-    program = torch.export.load(io.BytesIO(blob.program))
+    # the embedded program loads (safe loader: GRAPH + WEIGHTS, no pickle) with the same signature
+    assert blob.version == B.VERSION and blob.graph is not None and blob.program is None
+    program = load_program(blob)
     assert len([s for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]) == len(user_inputs)
     for node in program.graph.nodes:
         if node.op == "call_function":

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import blob_fixtures as fx  # noqa: E402
@@ -18,8 +19,9 @@ from et_tensorrt.errors import BlobFormatError  # noqa: E402
 def test_valid_blob_round_trips():
     data = fx.valid_blob()
     parsed = B.read_blob(data)
+    assert parsed.version == B.VERSION == 2
     assert parsed.io == fx.IO
-    assert parsed.engine == fx.ENGINE and parsed.program == fx.PROGRAM
+    assert parsed.engine == fx.ENGINE and parsed.graph == fx.GRAPH and parsed.program is None
     assert parsed.metadata == fx.METADATA
     assert (parsed.exec_device_type, parsed.exec_device_index) == (1, 0)
     assert [e.name for e in parsed.inputs] == ["x", "ids"] and [e.name for e in parsed.outputs] == ["out", "scalar"]
@@ -29,10 +31,11 @@ def test_valid_blob_round_trips():
 def test_header_layout_is_the_documented_one():
     data = fx.valid_blob()
     magic, version, flags, header_size, count, total = struct.unpack_from("<4sHHIIQ", data, 0)
-    assert (magic, version, flags, header_size, count, total) == (b"ETRT", 1, 0, 32, 4, len(data))
+    assert (magic, version, flags, header_size, count, total) == (b"ETRT", 2, 0, 32, 5, len(data))
     assert struct.unpack_from("<bb6s", data, 24) == (1, 0, b"\0" * 6)
-    kinds = [struct.unpack_from("<IIQQ", data, 32 + 24 * i)[0] for i in range(count)]
-    assert kinds == [1, 2, 3, 4]
+    table = [struct.unpack_from("<IIQQ", data, 32 + 24 * i) for i in range(count)]
+    assert [kind for kind, *_ in table] == [1, 2, 5, 6, 4]
+    assert all(offset % 64 == 0 for _, _, offset, _ in table), "every payload starts 64-byte aligned"
     # IO table: count, then first entry's fixed part (role, dtype, dev type, dev index, name_len, rank)
     _, _, off, size = struct.unpack_from("<IIQQ", data, 32)
     assert struct.unpack_from("<I", data, off) == (4,)
@@ -41,10 +44,36 @@ def test_header_layout_is_the_documented_one():
     assert struct.unpack_from("<qqq", data, off + 13) == (1, 4, 64)
 
 
-def test_engine_section_is_optional_and_unknown_sections_are_skipped():
+def test_weights_table_is_the_documented_one():
+    data = fx.valid_blob()
+    _, _, off, size = struct.unpack_from("<IIQQ", data, 32 + 24 * 3)  # WEIGHTS
+    count, reserved = struct.unpack_from("<II", data, off)
+    assert (count, reserved) == (len(fx.WEIGHTS), 0)
+    kind, dtype, rank, flags, name_len, zero, offset, nbytes = struct.unpack_from("<BBBBHHQQ", data, off + 8)
+    assert (kind, dtype, rank, flags, name_len, zero) == (0, 6, 2, 0, len("fc.weight"), 0)
+    assert data[off + 32 : off + 32 + name_len] == b"fc.weight"
+    assert struct.unpack_from("<4q", data, off + 32 + name_len) == (3, 4, 4, 1)  # sizes, then strides
+    assert offset % 64 == 0 and (off + offset) % 64 == 0 and nbytes == 48
+    assert data[off + offset : off + offset + nbytes] == fx.WEIGHTS[0].tensor.numpy().tobytes()
+    parsed = B.read_blob(data)
+    assert [(w.name, w.kind, w.sizes, w.strides) for w in parsed.weights] == [
+        (w.name, w.kind, tuple(w.tensor.shape), tuple(w.tensor.stride())) for w in fx.WEIGHTS]
+    assert parsed.weights[2].persistent and parsed.weights[2].strides == (1, 3)  # a transposed buffer keeps its strides
+    assert all(w.offset % 64 == 0 for w in parsed.weights)
+
+
+def test_engine_or_program_is_optional_and_unknown_sections_are_skipped():
     assert B.read_blob(fx.valid_blob_without_engine()).engine is None
+    engine_only = B.read_blob(fx.valid_engine_only_blob())
+    assert engine_only.engine == fx.ENGINE and not engine_only.has_program and engine_only.weights == []
     parsed = B.read_blob(fx.valid_blob_with_unknown_section())
-    assert parsed.program == fx.PROGRAM and parsed.io == fx.IO
+    assert parsed.engine == fx.ENGINE and parsed.io == fx.IO
+
+
+def test_version_1_blobs_are_still_read():
+    parsed = B.read_blob(fx.valid_v1_blob())
+    assert parsed.version == 1 and parsed.program == fx.PROGRAM and parsed.graph is None
+    assert parsed.engine == fx.ENGINE and parsed.io == fx.IO and parsed.metadata == fx.METADATA
 
 
 @pytest.mark.parametrize("name", sorted(fx.damaged_blobs()))
@@ -61,20 +90,36 @@ def test_every_truncation_is_rejected():
             B.read_blob(data[:n])
 
 
+def test_read_blob_is_the_cpp_reader():
+    """One reader: read_blob raises exactly what _C.parse_blob raises (same messages)."""
+    from et_tensorrt import _C
+
+    for name, (data, _) in fx.damaged_blobs().items():
+        with pytest.raises(BlobFormatError) as native:
+            _C.parse_blob(data)
+        with pytest.raises(BlobFormatError) as wrapped:
+            B.read_blob(data)
+        assert str(native.value) == str(wrapped.value), name
+
+
 def test_writer_refuses_what_readers_reject():
     with pytest.raises(BlobFormatError, match="rank"):
         B.encode_io_table([B.IOEntry(0, "x", 6, (B.DimRange.static(1),) * 17)])
     with pytest.raises(BlobFormatError, match="min"):
         B.encode_io_table([B.IOEntry(0, "x", 6, (B.DimRange(3, 3, 2),))])
     with pytest.raises(BlobFormatError):
-        B.scalar_type_code("complex64")
+        B.scalar_type_code(torch.uint4)  # no ExecuTorch ScalarType
+    with pytest.raises(BlobFormatError, match="needs an ENGINE"):
+        B.write_blob(fx.IO)
+    with pytest.raises(BlobFormatError, match="kind"):
+        B.encode_weights([B.Weight("w", "gradient", torch.ones(1))])
     with pytest.raises(BlobFormatError):
         B.device_code("mps:0")
     assert B.device_code("cuda:3") == (1, 3) and B.device_code("cpu") == (0, 0)
-    assert B.scalar_type_code("torch.bfloat16") == 15
-
+    assert B.scalar_type_code("torch.bfloat16") == 15 and B.scalar_type_code(torch.complex64) == 9
+    assert B.scalar_type_dtype(15) is torch.bfloat16
 
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 3 + len(fx.damaged_blobs())
+    assert len(paths) == 5 + len(fx.damaged_blobs())

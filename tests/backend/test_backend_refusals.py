@@ -48,22 +48,47 @@ def test_parser_rejected_op_is_named():
     assert "NonZero" in str(err)
 
 
-def test_rejected_partition_can_be_left_to_the_host(caplog):
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 5)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
+    """TensorRT refusing a partition (simulated: this TensorRT builds every op of the table) leaves it to
+    PyTorch: the blob carries no engine, only the embedded program, which runs."""
+
+    def refuse(export, settings):
+        raise EngineBuildError("TensorRT refused the network (simulated)")
+
+    monkeypatch.setattr(preprocess, "build_engine", refuse)
     before = preprocess.stats["fallbacks"]
+    model = Mlp().eval()
     with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
-        edge = lower(NonZero(), (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
+        edge = lower(model, (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
     assert preprocess.stats["fallbacks"] == before + 1
-    assert any("left to the host" in r.getMessage() and "NonZero" in r.getMessage() for r in caplog.records)
+    assert any("left to the host" in r.getMessage() and "simulated" in r.getMessage() for r in caplog.records)
     [(blob, partition)] = lowered(edge)
     assert blob.engine is None
-    assert "NonZero" in blob.metadata["fallback_reason"]
+    assert "simulated" in blob.metadata["fallback_reason"]
     program = check_blob(blob, partition, expect_engine=False)
-    x = torch.tensor([[1.0, -1.0, 2.0], [-3.0, 0.5, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, -2.0]])
+    x = torch.randn(4, 3)
     (got,) = run_program(program, (x,))
-    torch.testing.assert_close(got, torch.nonzero(x > 0))
-    rows = blob.outputs[0].dims[0]
-    assert rows.max == -1 or rows.max >= 6  # data-dependent: unbounded or the declared bound
+    torch.testing.assert_close(got, model(x))
     edge.to_executorch()
+
+
+def test_a_partition_outside_the_op_table_cannot_be_embedded():
+    """A partitioner that delegates an op outside the table (this test's split partitioner does) gets a
+    program the runtime's safe loader would refuse: lowering says so instead of writing it."""
+    with pytest.raises(Exception) as excinfo:
+        lower(NonZero(), (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
+    err = _find(excinfo, EngineBuildError)
+    assert err is not None, excinfo.value
+    assert "safe loader" in str(err) and "aten.nonzero" in str(err)
 
 
 def test_float64_is_refused():

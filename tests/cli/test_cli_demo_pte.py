@@ -68,17 +68,16 @@ def test_inspect_shows_methods_delegates_and_io_table(pte, run_cli):
     assert "method 'forward': 1 input(s), 2 output(s), 1 delegate(s) (1 EtTensorRTBackend)" in out
     assert "input  0: float32[4, 16]" in out
     assert "aten::cumsum.out" in out  # the host branch's kernel is outside the delegate
-    assert "blob format version 1" in out
+    assert "blob format version 2" in out
+    assert "embedded program: graph" in out and "(raw, no pickle)" in out
     assert "execution device cuda:0" in out
 
     # The figures agree with the blob itself, read here independently.
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
     from et_tensorrt.blob import read_blob
+    from et_tensorrt.inspection import delegate_blobs
 
-    program = deserialize_pte_binary(pte.read_bytes()).program
-    (delegate,) = program.execution_plan[0].delegates
-    blob = read_blob(program.backend_delegate_data[delegate.processed.index].data)
+    (data,) = delegate_blobs(pte.read_bytes())
+    blob = read_blob(data)
     assert f"TensorRT: {blob.metadata['trt_flavour']} {blob.metadata['trt_version']}, precision fp32" in out
     if blob.engine is not None:
         kib = len(blob.engine) / 1024

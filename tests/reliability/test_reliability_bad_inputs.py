@@ -132,13 +132,13 @@ def test_truncated_garbled_wrong_version_blobs(name):
     data, _ = F.damaged_blobs()[name]
     with pytest.raises(BlobFormatError, match="^delegate blob: "):
         _C.parse_blob(data)
-    assert _C.parse_blob(F.valid_blob())["version"] == 1
+    assert _C.parse_blob(F.valid_blob())["version"] == 2
 
 
 def test_blob_of_the_wrong_type_is_a_type_error():
     with pytest.raises(TypeError):
         _C.parse_blob("ETRT not bytes")
-    assert _C.parse_blob(bytearray(F.valid_blob()))["version"] == 1
+    assert _C.parse_blob(bytearray(F.valid_blob()))["version"] == 2
 
 
 # ------------------------------------------------------------------------- placement: shape/dtype
@@ -151,7 +151,7 @@ def _host_blob():
         B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange(1, 2, 4), B.DimRange.static(3))),
         B.IOEntry(B.ROLE_OUTPUT, "y", 6, (B.DimRange(1, 2, 4), B.DimRange.static(3))),
     ]
-    return B.write_blob(B.Blob(io=io, program=F.PROGRAM, exec_device_type=B.DEVICE_CPU))
+    return B.write_blob(io, graph=F.GRAPH, exec_device_type=B.DEVICE_CPU)
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_tensorrt_missing_is_reported_by_create_executor(monkeypatch):
         assert engine is None and reason.startswith("no TensorRT runtime (")
         m.setenv(executors.FALLBACK_ENV, "error")
         with pytest.raises(RuntimeError, match=r"TensorRT cannot execute this partition here: no TensorRT runtime"):
-            executors.create_executor(blob)
+            executors.create_executor(_C.parse_blob(blob))
     # Unpatched, on this machine: the reason is the missing GPU, not TensorRT.
     engine, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
     if not torch.cuda.is_available():
@@ -237,14 +237,17 @@ def test_placement_plan_outlives_its_blob_descriptors_and_tensors():
     assert "reject" in repr(plan)
 
 
-def test_parse_blob_result_does_not_point_into_the_buffer():
+def test_parse_blob_result_keeps_its_buffer_alive():
+    """Section payloads are views of the parsed buffer (no copies): they keep it alive, and a bytearray
+    cannot be resized under them; the I/O table is copied out."""
     buf = bytearray(F.valid_blob())
     parsed = _C.parse_blob(buf)
-    metadata = parsed["metadata"]
-    buf[:] = b"\xff" * len(buf)  # scribble over the source, then free it
+    with pytest.raises(BufferError):
+        buf.extend(b"x")
+    metadata = bytes(parsed["metadata"])
     del buf
     gc.collect()
-    assert parsed["metadata"] == metadata and b"trt_flavour" in metadata
+    assert bytes(parsed["metadata"]) == metadata and b"trt_flavour" in metadata
     assert [e["name"] for e in parsed["inputs"]] == ["x", "ids"]
 
 

@@ -85,19 +85,19 @@ def test_every_damaged_fixture_is_refused_and_the_next_valid_parse_succeeds():
     for name, (data, _) in F.damaged_blobs().items():
         with pytest.raises(BlobFormatError):
             _C.parse_blob(data)
-        assert _C.parse_blob(VALID)["version"] == 1, name
+        assert _C.parse_blob(VALID)["version"] == 2, name
 
 
 def _blob_with_name(name: bytes) -> bytes:
     io = struct.pack("<I", 1) + struct.pack("<BBbbHH", 0, 6, 0, 0, len(name), 1) + name + struct.pack("<qqq", 1, 1, 1)
     from et_tensorrt import blob as B
 
-    return B.write_sections([(B.SECTION_IO_TABLE, io), (B.SECTION_PROGRAM, F.PROGRAM)], 1, 0)
+    return B.write_sections([(B.SECTION_IO_TABLE, io), (B.SECTION_ENGINE, F.ENGINE)], 1, 0)
 
 
 def test_non_utf8_io_name_is_a_blob_format_error():
     """Finding F1 (found by scripts/fuzz_blob.py): the C++ reader accepts a name that is not UTF-8 and
-    parse_blob then raises UnicodeDecodeError from the str conversion. The Python reader refuses it."""
+    parse_blob then raised UnicodeDecodeError from the str conversion. Both entry points refuse it now."""
     from et_tensorrt import blob as B
 
     bad = _blob_with_name(b"x\xa4y")
@@ -122,8 +122,8 @@ def test_non_contiguous_buffers_are_read_in_logical_order_or_refused():
             parsed = _C.parse_blob(view)
         except BufferError:
             continue  # refusing a non-contiguous buffer is fine
-        assert parsed["version"] == 1 and len(parsed["inputs"]) == 2
-    assert _C.parse_blob(memoryview(VALID))["version"] == 1
+        assert parsed["version"] == 2 and len(parsed["inputs"]) == 2
+    assert _C.parse_blob(memoryview(VALID))["version"] == 2
 
 
 # ------------------------------------------------------------------------------------ describe(view)

@@ -21,6 +21,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import _C
 from et_tensorrt.errors import LayoutError, RunnerError, UnsupportedDeviceError
+from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.runtime.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,10 +81,8 @@ def check_valid_run(runner, model):
 
 
 def delegate_blob_span(pte: bytes) -> tuple[int, int]:
-    start = pte.find(b"ETRT")
-    assert start >= 0 and pte.count(b"ETRT") == 1
-    (total,) = struct.unpack_from("<Q", pte, start + 16)
-    return start, total
+    (blob,) = delegate_blobs(pte)
+    return pte.index(blob), len(blob)
 
 
 # -------------------------------------------------------------------------------- error rows
@@ -148,7 +147,7 @@ def test_wrong_input_count(pte, model):
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ((4, "<H", 2), "format version 2 is not supported"),
+        ((4, "<H", 3), "format version 3 is not supported"),
         ((0, "<4s", b"XTRT"), "wrong magic"),
         ((16, "<Q", 7), "truncated or padded"),
         ((12, "<I", 17), "too many sections"),
@@ -173,7 +172,7 @@ def test_tensorrt_missing_through_the_runner(pte, model, monkeypatch):
     from et_tensorrt.runtime import executors
 
     start, total = delegate_blob_span(pte)
-    assert _C.parse_blob(pte[start : start + total])["engine_size"] > 0
+    assert len(_C.parse_blob(pte[start : start + total])["engine"]) > 0
     with monkeypatch.context() as m:
         m.setattr(torch.cuda, "is_available", lambda: True)
         m.setitem(sys.modules, "et_tensorrt.trt", None)

@@ -7,59 +7,32 @@
 ``run_executorch`` runs the same bytes through ExecuTorch's own Python runtime
 (``executorch.runtime.Runtime``); ``check_parity`` compares both against eager PyTorch.
 
-Also: ``delegate_blobs(pte)`` finds the delegate blobs (magic ``ETRT``) inside ``.pte`` bytes, so plan
-tests use the very blob the runtime parses, and ``corrupt_delegate_magic`` damages one in place.
+Also: ``delegate_blobs(pte)`` (et_tensorrt.inspection's finder) gives the delegate blobs of a ``.pte``, so
+plan tests use the very blob the runtime parses, and ``corrupt_delegate_magic`` damages one in place.
 """
 
 from __future__ import annotations
 
 import copy
-import struct
 import time
 from typing import Any, Optional, Sequence
 
 import torch
 
 import et_tensorrt
-from et_tensorrt import _C
-from et_tensorrt import blob as B
+from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.parity import EXACT, SAME_MATH, Tolerances, compare
 
 DYNAMIC_BATCH = (2, 16)  # conftest's dynamic model: the batch range it is exported (and profiled) for
 
 
-def delegate_blob_offsets(pte: bytes) -> list[int]:
-    """Offsets of every well-formed delegate blob inside ``.pte`` bytes (parsed by the C++ reader)."""
-    offsets, start = [], 0
-    while (i := pte.find(B.MAGIC, start)) != -1:
-        start = i + 1
-        if i + B.HEADER_SIZE > len(pte):
-            break
-        (total,) = struct.unpack_from("<Q", pte, i + 16)
-        if total < B.HEADER_SIZE or i + total > len(pte):
-            continue
-        try:
-            _C.parse_blob(pte[i : i + total])
-        except Exception:
-            continue
-        offsets.append(i)
-    return offsets
-
-
-def delegate_blobs(pte: bytes) -> list[bytes]:
-    out = []
-    for i in delegate_blob_offsets(pte):
-        (total,) = struct.unpack_from("<Q", pte, i + 16)
-        out.append(bytes(pte[i : i + total]))
-    return out
-
-
 def corrupt_delegate_magic(pte: bytes, which: int = 0) -> bytes:
     """The same program with the magic of its ``which``-th delegate blob overwritten (``ETRT`` -> ``XTRT``)."""
-    offsets = delegate_blob_offsets(pte)
-    assert offsets, "no delegate blob inside this program"
+    blobs = delegate_blobs(pte)
+    assert blobs, "no delegate blob inside this program"
+    at = pte.index(blobs[which])
     data = bytearray(pte)
-    data[offsets[which]] = ord("X")
+    data[at] = ord("X")
     return bytes(data)
 
 

@@ -1,0 +1,154 @@
+"""The safe loader: a blob's embedded program -> ``torch.export.ExportedProgram``, with no code from the file.
+
+Version 2: GRAPH (torch.export JSON) + WEIGHTS (raw tensors the C++ reader already bounds-checked).
+Version 1: the same JSON and raw tensors, read out of the ``torch.export.save`` archive (archive_v1).
+Either way the JSON is checked (graph_check) before torch's deserializer sees it, torch gets the weights
+as ready tensors (never bytes it would unpickle), no sample inputs, and any failure is one
+:class:`ProgramRefusedError` naming what was refused.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import torch
+
+from et_tensorrt.blob import Blob, WeightEntry
+from et_tensorrt.errors import ProgramRefusedError
+
+from .graph_check import check_program
+
+# torch's deserializer keeps a process-wide "current deserializer" and is not thread-safe.
+_LOAD_LOCK = threading.Lock()
+
+# Which graph-signature kinds a stored tensor may back: a version-1 archive files non-persistent buffers
+# under constants.
+_BACKS = {
+    "parameter": {"parameter", "weights"},
+    "buffer": {"buffer", "weights", "constants"},
+    "tensor_constant": {"constant", "constants"},
+}
+
+
+def _refuse(what: str) -> None:
+    raise ProgramRefusedError(f"embedded program: {what}")
+
+
+def checked_program(graph: bytes):
+    """The GRAPH JSON as torch's schema dataclasses, checked (see graph_check); refused otherwise."""
+    from torch._export.serde import schema as S
+    from torch._export.serde.serialize import _dict_to_dataclass
+
+    try:
+        doc = json.loads(bytes(graph).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        _refuse(f"GRAPH is not UTF-8 JSON ({e})")
+    if not isinstance(doc, dict):
+        _refuse("GRAPH is not a JSON object")
+    try:
+        program = _dict_to_dataclass(S.ExportedProgram, doc)
+    except Exception as e:  # noqa: BLE001 - any shape torch's schema does not accept
+        _refuse(f"GRAPH does not follow torch.export's schema ({type(e).__name__}: {str(e)[:200]})")
+    try:
+        check_program(program)
+    except ProgramRefusedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a field of the wrong type deep inside
+        _refuse(f"GRAPH has a malformed field ({type(e).__name__}: {str(e)[:200]})")
+    return program
+
+
+def weight_tensor(blob: Blob, entry: WeightEntry) -> torch.Tensor:
+    """A WEIGHTS entry as a tensor of its own (copied out of the blob; the reader checked the bounds)."""
+    if entry.nbytes == 0:
+        return torch.empty_strided(entry.sizes, entry.strides, dtype=entry.dtype)
+    raw = torch.frombuffer(bytearray(blob.weight_bytes(entry)), dtype=torch.uint8)
+    return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
+
+
+def _check_values(name: str, t: torch.Tensor) -> None:
+    if t.dtype == torch.bool and t.numel() and bool((t.view(torch.uint8) > 1).any()):
+        _refuse(f"bool weight {name!r} holds bytes other than 0 and 1")
+
+
+def _meta_matches(program, arg_name: str, name: str, t: torch.Tensor) -> None:
+    """The stored tensor has the dtype and (static) sizes the graph declares for its placeholder."""
+    from torch._export.serde.serialize import _SERIALIZE_TO_TORCH_DTYPE
+
+    meta = program.graph_module.graph.tensor_values.get(arg_name)
+    if meta is None:
+        _refuse(f"weight {name!r}: the graph declares no tensor {arg_name!r} for it")
+    if _SERIALIZE_TO_TORCH_DTYPE[meta.dtype] != t.dtype:
+        _refuse(f"weight {name!r} is {t.dtype}, the graph declares {_SERIALIZE_TO_TORCH_DTYPE[meta.dtype]}")
+    sizes = [s.value if s.type == "as_int" else None for s in meta.sizes]
+    if len(sizes) != t.dim() or any(s is not None and s != n for s, n in zip(sizes, t.shape)):
+        _refuse(f"weight {name!r} has shape {tuple(t.shape)}, the graph declares {sizes}")
+
+
+def bind_weights(program, tensors: dict[str, tuple[str, torch.Tensor, bool]], *, strict: bool):
+    """(state_dict, constants) for torch's deserializer, from the stored tensors the signature names.
+
+    ``tensors``: target -> (stored kind, tensor, persistent). With ``strict`` (version 2) an entry the
+    program does not use is refused as unknown; a version-1 archive may carry more than it needs.
+    """
+    state_dict, constants, used = {}, {}, set()
+    for spec in program.graph_module.signature.input_specs:
+        kind = spec.type
+        if kind == "user_input":
+            continue
+        value = spec.value
+        target = {
+            "parameter": getattr(value, "parameter_name", None),
+            "buffer": getattr(value, "buffer_name", None),
+            "tensor_constant": getattr(value, "tensor_constant_name", None),
+        }[kind]
+        if target not in tensors:
+            _refuse(f"{kind} {target!r} has no stored tensor")
+        stored, tensor, persistent = tensors[target]
+        if stored not in _BACKS[kind]:
+            _refuse(f"{kind} {target!r} is stored as a {stored}")
+        _check_values(target, tensor)
+        _meta_matches(program, value.arg.name, target, tensor)
+        used.add(target)
+        if kind == "parameter":
+            state_dict[target] = torch.nn.Parameter(tensor, requires_grad=False)
+        elif kind == "buffer" and value.persistent:
+            state_dict[target] = tensor
+        else:
+            constants[target] = tensor
+    unknown = sorted(set(tensors) - used)
+    if strict and unknown:
+        _refuse(f"WEIGHTS entry {unknown[0]!r} is not an input of the program (unknown entry); refused")
+    return state_dict, constants
+
+
+def _deserialize(program, state_dict: dict, constants: dict) -> torch.export.ExportedProgram:
+    from torch._export.serde.serialize import ExportedProgramDeserializer
+
+    try:
+        with _LOAD_LOCK:
+            return ExportedProgramDeserializer().deserialize(program, state_dict, constants, None)
+    except Exception as e:  # noqa: BLE001 - a checked but inconsistent program (names, shapes, schema)
+        _refuse(f"the GRAPH does not deserialize ({type(e).__name__}: {str(e)[:300]})")
+
+
+def load_program(blob: Blob) -> torch.export.ExportedProgram:
+    """The blob's embedded program (GRAPH + WEIGHTS, or a version-1 PROGRAM archive), loaded safely."""
+    if blob.graph is not None:
+        program = checked_program(blob.graph)
+        tensors = {w.name: (w.kind, weight_tensor(blob, w), w.persistent) for w in blob.weights}
+        return _deserialize(program, *bind_weights(program, tensors, strict=True))
+    if blob.program is not None:
+        from .archive_v1 import read_archive
+
+        try:
+            graph, stored = read_archive(bytes(blob.program))
+        except ProgramRefusedError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a malformed archive field of the wrong type
+            _refuse(f"the version-1 archive is malformed ({type(e).__name__}: {str(e)[:200]})")
+        program = checked_program(graph)
+        tensors = {name: (folder, t, True) for name, (folder, t) in stored.items()}
+        return _deserialize(program, *bind_weights(program, tensors, strict=False))
+    _refuse("the blob carries no program (an engine-only blob runs only where its engine does)")

@@ -1,0 +1,132 @@
+#include "delegate_fields_check.h"
+
+#include <cstring>
+#include <optional>
+
+namespace et_tensorrt {
+namespace {
+
+// Field indices in ExecuTorch's schema/program.fbs (declaration order; no explicit ids there).
+constexpr int kProgramExecutionPlan = 1;
+constexpr int kPlanName = 0;
+constexpr int kPlanDelegates = 7;
+constexpr int kDelegateId = 0;
+constexpr int kDelegateProcessed = 1;
+constexpr int kDelegateCompileSpecs = 2;
+constexpr int kCompileSpecKey = 0;
+constexpr int kCompileSpecValue = 1;
+constexpr uint32_t kMaxItems = 1u << 20;
+
+// A bounds-checked view of a flatbuffer: every accessor returns nullopt instead of reading outside it.
+class Flatbuffer {
+ public:
+  Flatbuffer(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  template <typename T>
+  std::optional<T> read(size_t pos) const {
+    if (pos > size_ || sizeof(T) > size_ - pos) return std::nullopt;
+    T value;
+    std::memcpy(&value, data_ + pos, sizeof(T));
+    return value;
+  }
+
+  // The table the root offset points to.
+  std::optional<size_t> root() const { return follow(0); }
+
+  // Position of field `index` of the table at `table`, or nullopt when absent (or out of bounds).
+  std::optional<size_t> field(size_t table, int index) const {
+    const auto back = read<int32_t>(table);
+    if (!back) return std::nullopt;
+    const int64_t vtable = static_cast<int64_t>(table) - *back;
+    if (vtable < 0) return std::nullopt;
+    const auto vt_size = read<uint16_t>(static_cast<size_t>(vtable));
+    const size_t slot = 4 + 2 * static_cast<size_t>(index);
+    if (!vt_size || slot + 2 > *vt_size) return std::nullopt;
+    const auto offset = read<uint16_t>(static_cast<size_t>(vtable) + slot);
+    if (!offset || *offset == 0) return std::nullopt;
+    return table + *offset;
+  }
+
+  // The table, string or vector an offset field (at `pos`) refers to.
+  std::optional<size_t> follow(size_t pos) const {
+    const auto offset = read<uint32_t>(pos);
+    if (!offset || *offset > size_ - pos) return std::nullopt;
+    return pos + *offset;
+  }
+
+  std::optional<size_t> deref_field(size_t table, int index) const {
+    const auto pos = field(table, index);
+    return pos ? follow(*pos) : std::nullopt;
+  }
+
+  // Length of the vector at `vec`, bounded by what the buffer can hold.
+  std::optional<uint32_t> length(size_t vec) const {
+    const auto n = read<uint32_t>(vec);
+    if (!n || *n > kMaxItems || static_cast<size_t>(*n) * 4 > size_ - vec - 4) return std::nullopt;
+    return n;
+  }
+
+  std::string string_at(size_t str) const {
+    const auto n = read<uint32_t>(str);
+    if (!n || *n > size_ - str - 4 || *n > 256) return "?";
+    return std::string(reinterpret_cast<const char*>(data_ + str + 4), *n);
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+} // namespace
+
+size_t program_flatbuffer_size(const uint8_t* data, size_t size) {
+  uint64_t program_size = 0;
+  if (size >= 32 && std::memcmp(data + 8, "eh00", 4) == 0) {
+    std::memcpy(&program_size, data + 16, sizeof(program_size));
+    if (program_size > 0 && program_size <= size) return static_cast<size_t>(program_size);
+  }
+  return size;
+}
+
+std::string missing_delegate_fields(const uint8_t* data, size_t size) {
+  const Flatbuffer fb(data, size);
+  const auto program = fb.root();
+  if (!program) return "the program's root table lies outside the file";
+  const auto plans = fb.deref_field(*program, kProgramExecutionPlan);
+  if (!plans) return "";  // no plans: nothing to load (ExecuTorch reports it)
+  const auto n_plans = fb.length(*plans);
+  if (!n_plans) return "the execution plan list is damaged";
+  for (uint32_t p = 0; p < *n_plans; ++p) {
+    const auto plan = fb.follow(*plans + 4 + 4 * static_cast<size_t>(p));
+    if (!plan) return "execution plan " + std::to_string(p) + " is damaged";
+    const auto name = fb.deref_field(*plan, kPlanName);
+    if (!name) return "execution plan " + std::to_string(p) + " has no name";  // Method::init logs it unchecked
+    const std::string where = "method '" + fb.string_at(*name) + "'";
+    const auto delegates = fb.deref_field(*plan, kPlanDelegates);
+    if (!delegates) continue;
+    const auto n_delegates = fb.length(*delegates);
+    if (!n_delegates) return where + ": its delegate list is damaged";
+    for (uint32_t d = 0; d < *n_delegates; ++d) {
+      const std::string what = where + " delegate " + std::to_string(d);
+      const auto delegate = fb.follow(*delegates + 4 + 4 * static_cast<size_t>(d));
+      if (!delegate) return what + " is damaged";
+      if (!fb.deref_field(*delegate, kDelegateId)) return what + " has no backend id";
+      if (!fb.deref_field(*delegate, kDelegateProcessed)) return what + " has no processed-data reference";
+      const auto specs = fb.deref_field(*delegate, kDelegateCompileSpecs);
+      if (!specs) return what + " has no compile-spec list";
+      const auto n_specs = fb.length(*specs);
+      if (!n_specs) return what + ": its compile-spec list is damaged";
+      for (uint32_t s = 0; s < *n_specs; ++s) {
+        const auto spec = fb.follow(*specs + 4 + 4 * static_cast<size_t>(s));
+        if (!spec) return what + " compile spec " + std::to_string(s) + " is damaged";
+        if (!fb.deref_field(*spec, kCompileSpecKey)) return what + " compile spec " + std::to_string(s) + " has no key";
+        if (!fb.deref_field(*spec, kCompileSpecValue)) {
+          return what + " compile spec " + std::to_string(s) + " has no value";
+        }
+      }
+    }
+  }
+  return "";
+}
+
+} // namespace et_tensorrt

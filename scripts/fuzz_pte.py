@@ -1,0 +1,242 @@
+"""Fuzz whole ``.pte`` files through :class:`et_tensorrt.Runner`: no crash, no code from the file runs.
+
+    python scripts/fuzz_pte.py --seed 0 --inputs 20000 [--artifacts DIR]
+
+Seed programs are small models lowered with et_tensorrt (cached in ``$ARTIFACTS/seeds``). Each input is
+one seed mutated by one of: byte flips (1-64 bytes anywhere, in the delegate blob only, or outside it),
+a truncation, a chunk spliced in from another seed, or another seed's delegate blob swapped in (a
+well-formed program whose delegate does not match its method). Every input is loaded with ``Runner``
+(program verification at its default) and, when it loads, run once with the seed's inputs.
+
+Inputs run in child processes, ``--batch`` at a time (scripts/fuzz_children.py): a child that dies
+(signal, abort) or hangs is a *crash*; the parent saves the input (``crash-pte-<seed>-<index>.pte``),
+counts it and carries on from the next input in a new child. Code from the file running is watched for
+with an audit hook in the child and a canary directory that must stay empty. The outcome of every input
+is counted by kind; the last line printed is the figures for the seed (docs/reliability.md,
+docs/security.md). ``--no-verify`` loads with ``Runner(verify=False)`` to measure what the opt-out costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTATIONS = ("flip", "flip_blob", "flip_outside_blob", "truncate", "splice", "swap_blob")
+SEED_MODELS = ("mlp", "conv", "dynamic")
+
+
+# ------------------------------------------------------------------------------------------ seeds
+
+
+def _seed_models():
+    import torch
+
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 5),
+    ).eval()
+    batch = torch.export.Dim("batch", min=2, max=16)
+    return {
+        "mlp": (mlp, (torch.randn(2, 8),), None),
+        "conv": (conv, (torch.randn(1, 3, 6, 6),), None),
+        "dynamic": (mlp, (torch.randn(4, 8),), {"input": {0: batch}}),
+    }
+
+
+def seed_inputs(name: str) -> tuple:
+    return _seed_models()[name][1]
+
+
+def build_seeds(directory: Path, models: str = ",".join(SEED_MODELS)) -> dict[str, bytes]:
+    """Lowered seed programs, built once and cached under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = {}
+    wanted = models.split(",")
+    for name, (model, inputs, dynamic) in _seed_models().items():
+        if name not in wanted:
+            continue
+        path = directory / f"{name}.pte"
+        if not path.exists():
+            import et_tensorrt
+
+            data = et_tensorrt.lower(model, inputs, dynamic_shapes=dynamic, min_block_size=1)
+            path.write_bytes(data)
+        out[name] = path.read_bytes()
+    return out
+
+
+def blob_regions(pte: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of each delegate payload inside the program bytes."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte).program
+    regions = []
+    for item in program.backend_delegate_data:
+        payload = bytes(item.data)
+        at = pte.find(payload)
+        if at >= 0:
+            regions.append((at, len(payload)))
+    return regions
+
+
+def swap_blob(pte: bytes, blob: bytes) -> bytes:
+    """The same program with its first delegate's payload replaced (serialized by ExecuTorch)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte_file = deserialize_pte_binary(pte)
+    pte_file.program.backend_delegate_data[0].data = blob
+    return bytes(serialize_pte_binary(pte_file, extract_delegate_segments=True))
+
+
+# -------------------------------------------------------------------------------------- mutations
+
+
+class Corpus:
+    """The seeds and what the mutations need of them (blob regions, swapped variants)."""
+
+    def __init__(self, seeds: dict[str, bytes]):
+        self.names = sorted(seeds)
+        self.data = seeds
+        self.regions = {n: blob_regions(d) for n, d in seeds.items()}
+        self._swapped: dict[tuple[str, str], bytes] = {}
+
+    def swapped(self, target: str, donor: str) -> bytes:
+        key = (target, donor)
+        if key not in self._swapped:
+            start, size = self.regions[donor][0]
+            self._swapped[key] = swap_blob(self.data[target], self.data[donor][start : start + size])
+        return self._swapped[key]
+
+    def mutate(self, seed: int, index: int) -> tuple[str, str, bytes]:
+        """(seed program name, mutation kind, bytes) of input ``index`` of fuzz seed ``seed``."""
+        rng = random.Random(seed * 1_000_003 + index)
+        name = self.names[index % len(self.names)]
+        data = bytearray(self.data[name])
+        kind = MUTATIONS[rng.randrange(len(MUTATIONS))]
+        regions = self.regions[name]
+        if kind == "flip" or (kind in ("flip_blob", "flip_outside_blob") and not regions):
+            positions = [rng.randrange(len(data)) for _ in range(rng.randint(1, 64))]
+        elif kind == "flip_blob":
+            start, size = regions[rng.randrange(len(regions))]
+            positions = [start + rng.randrange(size) for _ in range(rng.randint(1, 64))]
+        elif kind == "flip_outside_blob":
+            inside = {p for s, n in regions for p in range(s, s + n)}
+            outside = [p for p in range(len(data)) if p not in inside] or list(range(len(data)))
+            positions = [outside[rng.randrange(len(outside))] for _ in range(rng.randint(1, 64))]
+        else:
+            positions = []
+        for p in positions:
+            data[p] ^= rng.randint(1, 255)
+        if kind == "truncate":
+            del data[rng.randrange(len(data)) :]
+        elif kind == "splice":
+            donor = self.data[self.names[rng.randrange(len(self.names))]]
+            length = rng.randint(1, 4096)
+            src = rng.randrange(max(1, len(donor) - length))
+            dst = rng.randrange(len(data))
+            data[dst : dst + length] = donor[src : src + length]
+        elif kind == "swap_blob":
+            donor = self.names[rng.randrange(len(self.names))]
+            data = bytearray(self.swapped(name, donor))
+            for _ in range(rng.randint(0, 8)):  # and, sometimes, a few flips on top
+                data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+        return name, kind, bytes(data)
+
+
+# ---------------------------------------------------------------------------------------- child
+
+
+def run_one(data: bytes, inputs, verify: bool = True) -> str:
+    """Load and run one program; returns the outcome (an exception is an outcome, a crash is not)."""
+    import et_tensorrt
+
+    try:
+        runner = et_tensorrt.Runner(data, verify=verify)
+    except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
+        return f"load refused: {type(e).__name__}"
+    try:
+        runner.run(list(inputs))
+    except Exception as e:  # noqa: BLE001
+        return f"run refused: {type(e).__name__}"
+    return "ran"
+
+
+def child(args) -> None:
+    import logging
+
+    from fuzz_children import child_loop
+
+    logging.disable(logging.CRITICAL)  # the delegate logs one warning per PyTorch fallback
+    corpus = Corpus(build_seeds(Path(args.artifacts) / "seeds", args.models))
+    inputs = {n: seed_inputs(n) for n in corpus.names}
+
+    def one(index: int) -> list[str]:
+        name, kind, data = corpus.mutate(args.seed, index)
+        return [run_one(data, inputs[name], not args.no_verify), f"mutation {kind}"]
+
+    child_loop(args.start, args.stop, args.progress, args.result, args.canary, one)
+
+
+# --------------------------------------------------------------------------------------- parent
+
+
+def parent(args) -> int:
+    from fuzz_children import run_batches
+
+    artifacts = Path(args.artifacts)
+    corpus = Corpus(build_seeds(artifacts / "seeds", args.models))
+
+    def save_input(index: int, where: Path) -> str:
+        name, kind, data = corpus.mutate(args.seed, index)
+        path = where / f"crash-pte-{args.seed}-{index}.pte"
+        path.write_bytes(data)
+        return f"{name}, {kind}: {path}"
+
+    extra = ["--models", args.models] + (["--no-verify"] if args.no_verify else [])
+    rc, _ = run_batches(
+        script=__file__,
+        seed=args.seed,
+        inputs=args.inputs,
+        batch=args.batch,
+        batch_timeout=args.batch_timeout,
+        artifacts=artifacts,
+        child_args=extra,
+        save_input=save_input,
+        figures_file=args.figures,
+        name="pte" + ("-no-verify" if args.no_verify else ""),
+    )
+    return rc
+
+
+def main() -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fuzz_children import add_child_arguments
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", type=int, default=2000)
+    p.add_argument("--batch", type=int, default=250)
+    p.add_argument("--batch-timeout", type=int, default=120)
+    p.add_argument("--models", default=",".join(SEED_MODELS), help="seed models, comma-separated")
+    p.add_argument("--no-verify", action="store_true", help="load with Runner(verify=False) (the opt-out)")
+    p.add_argument("--artifacts", default=os.environ.get("ARTIFACTS", "/tmp/et_tensorrt_fuzz_pte"))
+    p.add_argument("--figures", help="append the figures (one JSON line) to this file")
+    add_child_arguments(p)
+    args = p.parse_args()
+    if args.child:
+        child(args)
+        return 0
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
