@@ -135,7 +135,8 @@ IoEntry read_entry(Reader& r, uint32_t i) {
     e.dims.push_back(range);
   }
   if (e.is_size() && (rank != 1 || e.dtype != EtScalarType::Long)) {
-    fail(what + " is a size: it needs rank 1 (its value range) and dtype int64");
+    fail(what + " is a size with rank " + std::to_string(rank) + " and dtype code " +
+         std::to_string(static_cast<int>(e.dtype)) + ": a size needs rank 1 (its value range) and dtype int64");
   }
   return e;
 }

@@ -101,7 +101,7 @@ def _size_blob(name="n", dims=(B.DimRange(1, 4, 8),)) -> bytes:
         B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8),)),
         B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8),)),
     ]
-    return B.write_blob(B.Blob(io=io, program=b"PK", exec_device_type=B.DEVICE_CPU))
+    return B.write_blob(io, graph=b"{}", exec_device_type=B.DEVICE_CPU)
 
 
 def test_size_entries_round_trip_in_both_readers():
@@ -164,7 +164,7 @@ def test_a_dynamic_output_planned_at_a_larger_upper_bound_is_resized_not_rejecte
         B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8),)),
         B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8), B.DimRange.static(2))),
     ]
-    data = B.write_blob(B.Blob(io=io, program=b"PK", exec_device_type=B.DEVICE_CPU))
+    data = B.write_blob(io, graph=b"{}", exec_device_type=B.DEVICE_CPU)
     cpu = torch.device("cpu")
     x = et_tensorrt.describe(torch.randn(4))
     plan = _C.plan_placement(data, [x], [et_tensorrt.describe(torch.empty(11, 2))], cpu, "tensorrt", True)
