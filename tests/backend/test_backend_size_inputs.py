@@ -71,7 +71,8 @@ def test_the_program_runs_at_every_size_with_the_size_passed_in():
         x = torch.randn(n, 3)
         [got] = runner.run([x])
         torch.testing.assert_close(got, model(x))
-        size = runner.last_plan.inputs[0]
+        [delegate] = runner.last_plan.delegates  # the method plan holds each delegate's own plan
+        size = delegate.inputs[0]
         assert (size.action, size.bytes) == ("value", 0) and f"size {n}," in size.reason
 
 
