@@ -9,7 +9,9 @@ import torch
 
 from .compile_specs import BuildOptions
 
-_PARTITIONER_OPTIONS = ("target_device", "min_block_size", "torch_executed_ops", "require_full_compilation")
+_PARTITIONER_OPTIONS = (
+    "target_device", "min_block_size", "torch_executed_ops", "require_full_compilation", "opt_sizes"
+)
 
 
 def _split_options(options: Mapping[str, Any], build_options: BuildOptions | None) -> tuple[dict, BuildOptions]:
@@ -47,7 +49,8 @@ def lower(
     into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
     own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
-    ``torch_executed_ops``, ``require_full_compilation``) or are :class:`BuildOptions` fields
+    ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
+    see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
     ``unbounded_max_factor``), given one by one or as ``build_options`` (keywords override its fields).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <variant>
 
 #include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
@@ -44,11 +45,21 @@ std::vector<ArgumentInfo> argument_infos(const std::vector<TensorDescriptor>& de
   return out;
 }
 
+// Delegate arguments as ExecuTorch passes them: tensors (descriptors) and sizes (ints).
+std::vector<ArgumentInfo> argument_infos(const std::vector<std::variant<TensorDescriptor, int64_t>>& arguments) {
+  std::vector<ArgumentInfo> out;
+  for (const auto& a : arguments) {
+    out.push_back(std::holds_alternative<int64_t>(a) ? size_argument_info(std::get<int64_t>(a))
+                                                      : argument_info(*std::get<TensorDescriptor>(a).tensor));
+  }
+  return out;
+}
+
 } // namespace
 
 void bind_runtime(py::module_& m) {
   py::class_<TensorPlacement>(m, "TensorPlacement", "One input's or output's placement decision.")
-      .def_property_readonly("role", [](const TensorPlacement& p) { return p.role == IoRole::Input ? "input" : "output"; })
+      .def_property_readonly("role", [](const TensorPlacement& p) { return role_name(p.role); })
       .def_readonly("index", &TensorPlacement::index)
       .def_property_readonly("action", [](const TensorPlacement& p) { return placement_name(p.action); })
       .def_property_readonly("source", [](const TensorPlacement& p) { return executorch_to_torch_device(p.from); })
@@ -57,7 +68,7 @@ void bind_runtime(py::module_& m) {
       .def_readonly("data_ptr", &TensorPlacement::address)
       .def_readonly("reason", &TensorPlacement::reason)
       .def("__repr__", [](const TensorPlacement& p) {
-        return std::string("<") + (p.role == IoRole::Input ? "input " : "output ") + std::to_string(p.index) + ": " +
+        return std::string("<") + role_name(p.role) + " " + std::to_string(p.index) + ": " +
                placement_name(p.action) + " " + device_str(p.from) + " -> " + device_str(p.to) + ">";
       });
 
@@ -133,7 +144,7 @@ void bind_runtime(py::module_& m) {
 
   m.def(
       "plan_placement",
-      [](const py::buffer& blob_bytes, const std::vector<TensorDescriptor>& inputs,
+      [](const py::buffer& blob_bytes, const std::vector<std::variant<TensorDescriptor, int64_t>>& inputs,
          const std::vector<TensorDescriptor>& outputs, const c10::Device& execution_device,
          const std::string& executor, bool writes_in_place) {
         py::buffer_info info;
@@ -145,7 +156,8 @@ void bind_runtime(py::module_& m) {
       },
       py::arg("blob"), py::arg("inputs"), py::arg("outputs"), py::arg("execution_device"),
       py::arg("executor") = "tensorrt", py::arg("writes_in_place") = true,
-      "The plan the delegate would compute for these descriptors (moves no data).");
+      "The plan the delegate would compute for these arguments: descriptors, and ints for size arguments "
+      "(moves no data).");
 
   m.def(
       "_relabel",

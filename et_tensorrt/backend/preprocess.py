@@ -29,6 +29,7 @@ from et_tensorrt import trt
 from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_nodes, user_output_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64
+from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.embedded_program import serialize_program
 from et_tensorrt.errors import EngineBuildError
@@ -66,20 +67,24 @@ def record_exports():
         _recorders.remove(exports)
 
 
-def _io_entries(export) -> list:
+def _io_entries(export, engine_built: bool = True) -> list:
+    """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
+    range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
     entries = []
-    for role, infos, engine_dims in (
-        (blob_mod.ROLE_INPUT, export.inputs, True),
-        (blob_mod.ROLE_OUTPUT, export.outputs, True),
-    ):
+    for role, infos in ((blob_mod.ROLE_INPUT, export.inputs), (blob_mod.ROLE_OUTPUT, export.outputs)):
         for info in infos:
+            if info.is_size:
+                value = (info.value,) if engine_built else info.declared_dims
+                entries.append(blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64),
+                                                value))
+                continue
             dev_type, dev_index = blob_mod.device_code(info.device)
             entries.append(
                 blob_mod.IOEntry(
                     role=role,
                     name=info.name,
                     dtype=blob_mod.scalar_type_code(info.dtype),
-                    dims=info.dims if engine_dims else info.declared_dims,
+                    dims=info.dims if engine_built else info.declared_dims,
                     device_type=dev_type,
                     device_index=dev_index,
                 )
@@ -93,7 +98,18 @@ def _record_devices(export, recorded: ExportedProgram) -> None:
         o.meta["val"] for o in user_output_nodes(recorded) if isinstance(o, torch.fx.Node)
     ]
     for info, val in zip(export.inputs + export.outputs, values):
-        info.device = val.device
+        if isinstance(val, torch.Tensor):  # a size input (a SymInt passed by value) has no device
+            info.device = val.device
+
+
+def _profiles_metadata(export) -> list:
+    """Per optimization profile: engine input name -> [[min, opt, max], ...] (informational)."""
+    from et_tensorrt.backend.engine_builder import profile_shapes
+
+    return [
+        {info.name: [[d.min, d.opt, d.max] for d in dims] for info, dims in zip(export.engine_inputs, shapes)}
+        for shapes in profile_shapes(export)
+    ]
 
 
 class EtTensorRTBackend(BackendDetails):
@@ -132,10 +148,13 @@ class EtTensorRTBackend(BackendDetails):
         }
 
         t0 = time.perf_counter()
-        export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
+        dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
+        export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
         _record_devices(export, recorded)
         onnx_s = time.perf_counter() - t0
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
+        if export.profile_count > 1 or any(i.is_size for i in export.inputs):
+            metadata["optimization_profiles"] = _profiles_metadata(export)
         if export.picked_max:
             logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
 
@@ -171,12 +190,7 @@ class EtTensorRTBackend(BackendDetails):
         # The embedded program (checked by the runtime's own safe-loader checks; after the build, so a
         # TensorRT refusal is what a partition of an unsupported op reports).
         graph, weights = serialize_program(aten_ep)
-        io_entries = _io_entries(export)
-        if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
-            io_entries = [
-                blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
-                for e, info in zip(io_entries, export.inputs + export.outputs)
-            ]
+        io_entries = _io_entries(export, engine_built=engine is not None)
         data = blob_mod.write_blob(
             io_entries,
             engine=engine,

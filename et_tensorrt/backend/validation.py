@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch.export import ExportedProgram
 
@@ -87,10 +88,14 @@ def _index_bound(node: torch.fx.Node, depth: int = 0) -> int | None:
 
 
 def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) -> tuple:
-    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc)."""
+    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc); size
+    arguments get their opt value."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     for node, info in zip(user_input_nodes(ep), export.inputs):
+        if info.is_size:  # a size argument: its opt value (the tensors below are built for it)
+            out.append(info.value.opt)
+            continue
         shape, dt = [r.opt for r in info.dims], info.dtype
         if dt.is_floating_point:
             out.append(torch.randn(shape, generator=gen, dtype=torch.float32).to(dt))
@@ -105,9 +110,9 @@ def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) ->
     return tuple(out)
 
 
-def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[torch.Tensor]:
     """The exported ONNX run by onnxruntime on the host, one tensor per output (ValidationError when
-    onnxruntime cannot run it on these inputs)."""
+    onnxruntime cannot run it on these inputs). A size argument is an int."""
     import onnxruntime as ort
 
     if len(inputs) != len(export.inputs):
@@ -119,6 +124,10 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor]) -> list[torch.T
         wanted = {i.name for i in session.get_inputs()}  # an input the graph does not read may be dropped
         feeds = {}
         for info, value in zip(export.inputs, inputs, strict=True):
+            if info.is_size:  # fed as a 0-d int64 when the engine takes it, else computed from shapes
+                if info.bound:
+                    feeds[info.name] = np.array(value, dtype=np.int64)
+                continue
             if value.dtype == torch.bfloat16:
                 raise ValidationError("bf16 inputs cannot be fed to onnxruntime")
             if info.name in wanted:

@@ -57,7 +57,7 @@ def allowed_targets() -> frozenset[str]:
     names = set(SUPPORTED_OPS) | set(ADAPTIVE_POOLING.values()) | set(REWRITE_TARGETS) | set(op_rewrites.TARGETS)
     out = set()
     for name in names:
-        if name.startswith("_operator."):  # SymInt arithmetic, serialized by its Python name
+        if name.startswith(("_operator.", "torch.sym_")):  # SymInt arithmetic, serialized by its Python name
             out.add(name)
             continue
         op = _resolve(name)

@@ -23,9 +23,11 @@ A node is delegated only when all four rules pass; each refusal carries a named 
 4. User choice. The op is not in ``torch_executed_ops``.
 
 Partitions with fewer than ``min_block_size`` compute nodes are then dropped, and so are partitions of
-only views (unless they are the whole graph). Scalars (sizes from ``sym_size`` and SymInt arithmetic)
-never cross a partition boundary: a delegated size read outside its partition, or a delegated node
-reading a size computed outside, is refused (``symbolic-boundary``) and the grouping redone;
+only views (unless they are the whole graph). Sizes (``sym_size`` and SymInt arithmetic) flow into
+partitions, never out: a delegated size read outside its partition stays on the host
+(``symbolic-boundary``) and the grouping is redone; a partition reading a size computed outside takes it
+as an argument (ExecuTorch passes an integer; the engine computes it from its own inputs' shapes where it
+can, see ``docs/dynamic-shapes.md``); a float or bool scalar computed outside keeps its reader on the host;
 ``require_full_compilation=True`` raises ``PartitionError`` listing every refused node. A node kept
 off the engine only because of its device, which a device-blind partitioner would have absorbed,
 is named in a ``PlacementWarning``. Delegate output metadata is the graph's own ``meta["val"]``;

@@ -6,7 +6,6 @@ import difflib
 import warnings
 from collections.abc import Iterable, Mapping
 
-import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 from torch.fx import Node
@@ -15,11 +14,13 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 # ExecuTorch finds a backend by BACKEND_ID among BackendDetails' subclasses: importing preprocess registers it.
 from ..backend.preprocess import EtTensorRTBackend  # noqa: F401
-from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
+from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
-from . import device_rules
+from . import device_rules, pre_decomposition
 from .argument_limits import argument_refusal
+from .dynamic_dims import declared_ranges, resolve_opt_sizes
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
+from .size_rule import symbolic_crossings
 from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
 
 TAG_PREFIX = "et_tensorrt_"
@@ -42,32 +43,6 @@ def _user_op_names(ops) -> frozenset:
     return frozenset(names)
 
 
-def _is_symbolic(node: Node) -> bool:
-    """A node whose value is a scalar (a SymInt from ``sym_size``, shape arithmetic), not a tensor."""
-    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
-
-
-def _symbolic_crossings(calls: list[Node], tags: dict[str, str]) -> dict[str, Reason]:
-    """Scalars may not cross a partition boundary: engines take and return tensors only. A delegated
-    scalar read outside its partition stays on the host (the host computes its own sizes), and so does
-    a delegated node that reads a scalar computed outside its partition."""
-    crossings: dict[str, Reason] = {}
-    for node in calls:
-        tag = tags.get(node.name)
-        if tag is None:
-            continue
-        if _is_symbolic(node) and any(tags.get(u.name) != tag for u in node.users):
-            crossings[node.name] = Reason(
-                ReasonCode.SYMBOLIC_BOUNDARY, "a scalar (size) read outside the partition; engines return tensors only"
-            )
-        for source in device_rules.input_nodes(node):
-            if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
-                crossings[node.name] = Reason(
-                    ReasonCode.SYMBOLIC_BOUNDARY, f"reads {source.name}, a scalar (size) computed outside the partition"
-                )
-    return crossings
-
-
 def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) -> dict[str, list[str]]:
     """``torch_executed_ops`` entries that match no node of the report (by op or packet name) -> up to three
     close op names of the program."""
@@ -88,6 +63,10 @@ class TensorRTPartitioner(Partitioner):
 
     ``compile_specs``: further backend options (``et_tensorrt.compile_specs`` keys -> value); the
     execution device always comes from ``target_device``. The last report is kept on ``.report``.
+
+    ``opt_sizes``: the sizes TensorRT tunes kernels for, per dynamic dim, named by its ``Dim`` name
+    (``{"batch": 8}``) or ``"input:dim"`` (``{"x:0": 8}``); a list (``{"batch": [1, 64]}``) builds one
+    optimization profile per size, splitting the dim's range between them. Default: the example size.
     """
 
     def __init__(
@@ -97,6 +76,7 @@ class TensorRTPartitioner(Partitioner):
         torch_executed_ops=(),
         require_full_compilation: bool = False,
         compile_specs: Mapping[str, object] | None = None,
+        opt_sizes: Mapping[str, object] | None = None,
     ):
         super().__init__()
         if min_block_size < 1:
@@ -111,6 +91,23 @@ class TensorRTPartitioner(Partitioner):
         options[EXECUTION_DEVICE] = str(self.target_device)
         self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
         self.report: PartitionReport | None = None
+        self.opt_sizes = dict(opt_sizes or {})
+        # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
+        self._declared: dict[str, tuple] | None = None
+        self._source_program = None
+
+    # -- before ExecuTorch's decompositions (to_edge_transform_and_lower calls this) --------------------
+
+    def transform_for_pre_decomposition(self, exported_program):
+        """Record the dynamic ranges as the user declared them (``to_edge`` narrows ``min=1`` to 2) and return
+        the program with its sizes read from its inputs and its splits as slices (``pre_decomposition``), so
+        that a dynamic program stays dynamic and whole through ``to_edge``. The caller's program is not
+        modified."""
+        self._declared = declared_ranges(exported_program)
+        self._source_program = exported_program
+        if self.opt_sizes:
+            resolve_opt_sizes(self.opt_sizes, exported_program)  # a bad key fails here, before any work
+        return pre_decomposition.transform(exported_program)
 
     # -- the four node rules -------------------------------------------------------------------
 
@@ -172,7 +169,7 @@ class TensorRTPartitioner(Partitioner):
 
         while True:  # refusing a symbolic boundary node changes the partitions: group again
             tags = self._group(gm, calls, refused)
-            crossings = _symbolic_crossings(calls, tags)
+            crossings = symbolic_crossings(calls, tags)
             if not crossings:
                 break
             refused.update(crossings)
@@ -258,19 +255,36 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
-        return PartitionResult(tagged_exported_program=exported_program, partition_tags=self._specs(tags))
+        specs = self._specs(tags, exported_program)
+        self._declared, self._source_program = None, None  # used once: the next program brings its own
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)
 
-    def _specs(self, tags: dict[str, str]) -> dict[str, DelegationSpec]:
-        """One DelegationSpec per partition: the shared options plus "engine i/n" for build progress."""
+    def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:
+        """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build
+        progress."""
         ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
+        shared = dict(self._dynamic_dims_spec(exported_program))
         return {
             tag: DelegationSpec(
                 BACKEND_ID,
                 self.delegation_spec.compile_specs
-                + encode({PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
+                + encode({**shared, PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
             )
             for i, tag in enumerate(ordered, 1)
         }
+
+    def _dynamic_dims_spec(self, exported_program) -> dict[str, str]:
+        """``DYNAMIC_DIMS``: per symbol, its declared range (when the program before ``to_edge`` was seen) and
+        the user's opt sizes; empty for a static program."""
+        from ..backend.profiles import DynamicDim, encode_dynamic_dims
+
+        declared = self._declared or {}
+        opts = resolve_opt_sizes(self.opt_sizes, self._source_program or exported_program) if self.opt_sizes else {}
+        symbols = sorted(set(declared) | set(opts))
+        if not symbols:
+            return {}
+        dims = {s: DynamicDim(declared.get(s), opts.get(s, ())) for s in symbols}
+        return {DYNAMIC_DIMS: encode_dynamic_dims(dims)}
 
 
 class _Explaining(TensorRTPartitioner):

@@ -93,6 +93,7 @@ NON_COMPUTE_OPS = frozenset({
     "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
     # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
     "_operator.mul", "_operator.add", "_operator.sub", "_operator.floordiv",
+    "_operator.mod", "_operator.neg", "torch.sym_max", "torch.sym_min",  # window padding (swin), ceil division
 })
 
 # Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into

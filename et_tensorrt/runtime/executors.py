@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -75,7 +76,8 @@ class PyTorchExecutor:
         if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
             raise RuntimeError("the partition's program takes user inputs before its weights")
 
-    def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence, outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+        """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
         result = self._forward(*self._lifted, *inputs)
         return [result[i] for i in self._user_outputs]
 
@@ -96,13 +98,35 @@ def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None
         module.recompile()
 
 
+def choose_profile(profiles: list[list], arguments: Sequence) -> int | None:
+    """The first optimization profile whose ranges hold every argument, or None.
+
+    ``profiles[p][i]``: for engine input i, a list of (min, max) per dim, or for a size input the one (min, max)
+    of its value; ``arguments[i]``: the tensor's shape or the size's value."""
+    for index, ranges in enumerate(profiles):
+        fits = True
+        for limits, argument in zip(ranges, arguments):
+            values = [argument] if isinstance(argument, int) else list(argument)
+            if len(values) != len(limits) or any(not lo <= v <= hi for v, (lo, hi) in zip(values, limits)):
+                fits = False
+                break
+        if fits:
+            return index
+    return None
+
+
 class TensorRTExecutor:
     """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream.
 
-    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes are
-    set only when they change, outputs the delegate cannot share go to buffers reused while their shape stays
-    the same (the delegate copies them into ExecuTorch's memory right after, on the same stream), and the
-    device is switched only when the caller's current device is another.
+    Size arguments: a size the engine computes from its inputs' shapes (unnamed in the blob) is not bound; a
+    named one is a 0-d int64 input, read from host memory when TensorRT needs its value to infer shapes (a
+    shape input), else from device memory. With several optimization profiles the first one holding every
+    argument is selected.
+
+    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes (and
+    size values) are set only when they change, outputs the delegate cannot share go to buffers reused while
+    their shape stays the same (the delegate copies them into ExecuTorch's memory right after, on the same
+    stream), and the device is switched only when the caller's current device is another.
     """
 
     kind = "tensorrt"
@@ -115,12 +139,34 @@ class TensorRTExecutor:
         self._engine = engine
         self._context = engine.create_execution_context()
         self._index = device.index or 0
-        self._input_names = [e.name for e in blob.inputs]
+        self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
         self._output_names = [e.name for e in blob.outputs]
         self._output_dtypes = [scalar_type_dtype(e.dtype) for e in blob.outputs]
-        self._shapes: tuple | None = None  # the input shapes the context was last given
+        self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]  # unnamed sizes: derived
+        self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
+        self._size_memory = {
+            e.name: torch.zeros((), dtype=torch.int64, device="cpu" if e.name in self._shape_inputs else device)
+            for _, e in self._bound if e.is_size
+        }
+        self._profiles = self._profile_ranges() if engine.num_optimization_profiles > 1 else []
+        self._profile = 0
+        self._shapes: tuple | None = None  # the input shapes and size values the context was last given
         self._output_shapes: list[tuple] = []
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
+
+    def _profile_ranges(self) -> list[list]:
+        ranges = []
+        for p in range(self._engine.num_optimization_profiles):
+            row = []
+            for _, e in self._bound:
+                if e.name in self._shape_inputs:
+                    lo, _, hi = self._engine.get_tensor_profile_values(p, e.name)
+                    row.append([(lo[0], hi[0])])
+                else:
+                    lo, _, hi = self._engine.get_tensor_profile_shape(e.name, p)
+                    row.append(list(zip(tuple(lo), tuple(hi))))
+            ranges.append(row)
+        return ranges
 
     def run(self, inputs, outputs):
         if torch.cuda.current_device() != self._index:
@@ -130,24 +176,40 @@ class TensorRTExecutor:
 
     def _run(self, inputs, outputs):
         context = self._context
-        shapes = tuple(t.shape for t in inputs)
+        stream = torch.cuda.current_stream(self._index).cuda_stream
+        bound = [inputs[i] for i, _ in self._bound]
+        shapes = tuple(v if isinstance(v, int) else tuple(v.shape) for v in bound)
         if shapes != self._shapes:
-            for name, shape in zip(self._input_names, shapes):
-                context.set_input_shape(name, tuple(shape))
+            if self._profiles:
+                profile = choose_profile(self._profiles, shapes)
+                if profile is None:
+                    raise RuntimeError(f"no optimization profile of the engine holds the arguments {shapes}")
+                if profile != self._profile:
+                    context.set_optimization_profile_async(profile, stream)
+                    self._profile = profile
+            for (_, entry), value in zip(self._bound, bound):
+                if entry.is_size:  # host: TensorRT reads it at enqueue; device: ordered on the stream
+                    self._size_memory[entry.name].fill_(int(value))
+                else:
+                    context.set_input_shape(entry.name, tuple(value.shape))
             self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
             self._shapes = shapes
-        for name, t in zip(self._input_names, inputs):
-            context.set_tensor_address(name, t.data_ptr())
+        for (_, entry), value in zip(self._bound, bound):
+            memory = self._size_memory[entry.name] if entry.is_size else value
+            context.set_tensor_address(entry.name, memory.data_ptr())
         results = []
         for i, (name, out) in enumerate(zip(self._output_names, outputs)):
+            shape = self._output_shapes[i]
             if out is None:  # not shareable: a reused buffer, copied into place by the delegate right after
                 out = self._output_buffers[i]
-                if out is None or tuple(out.shape) != self._output_shapes[i]:
-                    out = torch.empty(self._output_shapes[i], dtype=self._output_dtypes[i], device=self.device)
+                if out is None or tuple(out.shape) != shape:
+                    out = torch.empty(shape, dtype=self._output_dtypes[i], device=self.device)
                     self._output_buffers[i] = out
+            elif tuple(out.shape) != shape:  # the caller's planned (upper-bound) memory, contiguous
+                out = out.view(-1)[: math.prod(shape)].view(shape)
             context.set_tensor_address(name, out.data_ptr())
             results.append(out)
-        if not context.execute_async_v3(torch.cuda.current_stream(self._index).cuda_stream):
+        if not context.execute_async_v3(stream):
             raise RuntimeError("TensorRT execute_async_v3 failed")
         return results
 
@@ -196,7 +258,7 @@ class DelegateCall:
     partition: str  # et_tensorrt.blob.program_digest of the partition's program
     executor: str  # "tensorrt" or "pytorch"
     reason: str  # why not TensorRT ("" when TensorRT ran)
-    inputs: list[torch.Tensor]
+    inputs: list[torch.Tensor | int]  # an int for a size argument
     outputs: list[torch.Tensor]
 
 
@@ -230,7 +292,7 @@ class _Recorded:
     def run(self, inputs, outputs):
         results = self._executor.run(inputs, outputs)
         call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
-                            [t.detach().to("cpu", copy=True) for t in inputs],
+                            [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
                             [t.detach().to("cpu", copy=True) for t in results])
         for calls in self._lists:
             calls.append(call)

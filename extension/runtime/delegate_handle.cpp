@@ -96,7 +96,7 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
-  const std::vector<at::Tensor> inputs = bind_inputs(*plan, args);
+  const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
   const auto run_start = std::chrono::steady_clock::now();
   const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
@@ -119,8 +119,12 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   in_args.reserve(n_in);
   out_args.reserve(n_out);
   for (size_t i = 0; i < args.size(); ++i) {
+    if (i < n_in && args[i]->isInt()) {  // a size the partition reads (SymInt): checked by the plan
+      in_args.push_back(size_argument_info(args[i]->toInt()));
+      continue;
+    }
     if (!args[i]->isTensor()) {
-      throw PlacementCountError("delegate argument " + std::to_string(i) + " is not a tensor");
+      throw PlacementCountError("delegate argument " + std::to_string(i) + " is neither a tensor nor a size");
     }
     (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
@@ -135,11 +139,15 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   return plan;
 }
 
-std::vector<at::Tensor> DelegateHandle::bind_inputs(const PlacementPlan& plan,
-                                                    executorch::runtime::Span<EValue*> args) {
-  std::vector<at::Tensor> inputs;
+std::vector<c10::IValue> DelegateHandle::bind_inputs(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  std::vector<c10::IValue> inputs;
   inputs.reserve(plan.inputs.size());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i].action == Placement::Value) {  // a size: the executor takes the int
+      inputs.emplace_back(args[i]->toInt());
+      continue;
+    }
     at::Tensor caller = torch_view(args[i]->toTensor());
     if (plan.inputs[i].action == Placement::Share) {
       inputs.push_back(std::move(caller));
@@ -161,11 +169,13 @@ std::vector<at::Tensor> DelegateHandle::bind_outputs(const PlacementPlan& plan,
   return targets;
 }
 
-std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<at::Tensor>& inputs,
+std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<c10::IValue>& inputs,
                                                    const std::vector<at::Tensor>& targets) {
   py::gil_scoped_acquire gil;
   py::tuple py_inputs(inputs.size()), py_targets(targets.size());
-  for (size_t i = 0; i < inputs.size(); ++i) py_inputs[i] = py::cast(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {  // sizes go to the executor as Python ints
+    py_inputs[i] = inputs[i].isInt() ? py::object(py::int_(inputs[i].toInt())) : py::cast(inputs[i].toTensor());
+  }
   for (size_t i = 0; i < targets.size(); ++i) py_targets[i] = targets[i].defined() ? py::cast(targets[i]) : py::none();
   py::sequence results;
   try {
@@ -188,14 +198,15 @@ void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at:
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
-    if (plan.outputs[i].action == Placement::Share) {
-      continue;  // the executor wrote into the caller's memory
-    }
     const at::Tensor& result = results[i];
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
     c10::SmallVector<executorch::aten::SizesType, 8> sizes(result.sizes().begin(), result.sizes().end());
+    // A dynamic output: ExecuTorch planned its upper bound; it takes the shape of this call's result.
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {
       throw std::runtime_error("output " + std::to_string(i) + " cannot be resized to the executor's result shape");
+    }
+    if (plan.outputs[i].action == Placement::Share) {
+      continue;  // the executor wrote into the caller's memory
     }
     torch_view(out).copy_(result);  // d2h / d2d / layout: torch picks the copy kind from the two devices
   }

@@ -41,14 +41,15 @@ class DelegateHandle {
  private:
   // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
   std::shared_ptr<PlacementPlan> plan_call(executorch::runtime::Span<executorch::runtime::EValue*> args);
-  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device.
-  std::vector<at::Tensor> bind_inputs(const PlacementPlan& plan,
+  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device;
+  // a size argument (action Value) is its int.
+  std::vector<c10::IValue> bind_inputs(const PlacementPlan& plan,
                                       executorch::runtime::Span<executorch::runtime::EValue*> args);
   // Where the executor may write each output in place (the caller's memory), undefined where it allocates.
   std::vector<at::Tensor> bind_outputs(const PlacementPlan& plan,
                                        executorch::runtime::Span<executorch::runtime::EValue*> args);
   // The Python executor's run, under the GIL (TensorRT's Python API, or a graph the interpreter cannot run).
-  std::vector<at::Tensor> run_python(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& targets);
+  std::vector<at::Tensor> run_python(const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& targets);
   // Copies every result the executor did not write in place into ExecuTorch's output.
   void write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
                   executorch::runtime::Span<executorch::runtime::EValue*> args);

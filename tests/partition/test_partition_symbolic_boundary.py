@@ -1,5 +1,6 @@
-"""Scalars (sizes) never cross a partition boundary: engines take and return tensors only. Size arithmetic
-next to its consumer is delegated with it; a size read on the host is computed on the host."""
+"""Sizes never leave a partition: engines return tensors only. Size arithmetic next to its consumer is
+delegated with it; a size read on the host is computed on the host (sizes flowing *into* a partition:
+test_partition_sizes.py)."""
 
 import torch
 
