@@ -1,4 +1,5 @@
-"""Lowering time, cold vs build-cache hit, for the model zoo's models (random weights, nothing downloaded):
+"""Lowering time, cold vs build-cache hit, for the model zoo's models (scripts/bench_models.py's static rows:
+random weights, nothing downloaded) and a 4x1024 MLP stack:
 
   preprocess  seconds inside the backend's preprocess (every partition, summed): the part the build cache
               can save (ONNX export, validation, engine build) plus what it cannot (edge->aten, blob writing)
@@ -27,62 +28,20 @@ from collections.abc import Callable
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 
-def _torchvision():
-    # torchvision's CUDA wheel: declare its C++ ops' schemas before importing it (see the plugin's docstring).
-    import importlib
+def _zoo(name: str) -> Callable[[], tuple]:
+    """A static row of the model zoo (scripts/bench_models.py: random init, BatchNorm statistics estimated)."""
 
-    sys.path.insert(0, os.path.join(HERE, "suite_plugins"))
-    importlib.import_module("torchvision_op_schemas")
-    return importlib.import_module("torchvision")
-
-
-def _vision(name: str) -> Callable[[], tuple]:
     def build():
-        tv = _torchvision()
-        torch.manual_seed(0)
-        return getattr(tv.models, name)(weights=None).eval(), (torch.randn(2, 3, 224, 224),)
+        from bench_models import ROWS
+
+        row = next(r for r in ROWS if r.name == name and not r.dynamic)
+        zoo = row.build()
+        return zoo.model.eval(), zoo.inputs
 
     return build
-
-
-class _Tokens(torch.nn.Module):
-    """A transformers model called positionally, returning one tensor of its output."""
-
-    def __init__(self, model, names: tuple[str, ...], key: str, **fixed):
-        super().__init__()
-        self.model, self.names, self.key, self.fixed = model.eval(), names, key, fixed
-
-    def forward(self, *args):
-        return getattr(self.model(**dict(zip(self.names, args)), **self.fixed), self.key)
-
-
-_TINY = {"vocab": 128, "hidden": 32, "layers": 2, "heads": 2, "ffn": 64}  # the model zoo's tiny configurations
-
-
-def _bert():
-    _torchvision()  # transformers imports torchvision
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    t = _TINY
-    cfg = BertConfig(vocab_size=t["vocab"], hidden_size=t["hidden"], num_hidden_layers=t["layers"],
-                     num_attention_heads=t["heads"], intermediate_size=t["ffn"], max_position_embeddings=64)
-    ids, mask = torch.randint(0, t["vocab"], (2, 8)), torch.ones(2, 8, dtype=torch.int64)
-    return _Tokens(BertModel(cfg), ("input_ids", "attention_mask"), "last_hidden_state"), (ids, mask)
-
-
-def _gpt2():
-    _torchvision()
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    t = _TINY
-    cfg = GPT2Config(vocab_size=t["vocab"], n_embd=t["hidden"], n_layer=t["layers"], n_head=t["heads"],
-                     n_positions=64, bos_token_id=0, eos_token_id=0)
-    model = GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")  # sdpa fails in run_decompositions
-    return _Tokens(model, ("input_ids",), "logits", use_cache=False), (torch.randint(0, t["vocab"], (2, 8)),)
 
 
 def _mlp():
@@ -93,11 +52,11 @@ def _mlp():
 
 MODELS: dict[str, Callable[[], tuple]] = {
     "mlp 4x1024": _mlp,
-    "bert tiny": _bert,
-    "gpt2 tiny": _gpt2,
-    "mobilenet_v3_small": _vision("mobilenet_v3_small"),
-    "resnet18": _vision("resnet18"),
-    "vit_b_16": _vision("vit_b_16"),
+    "bert tiny": _zoo("bert"),
+    "gpt2 tiny": _zoo("gpt2"),
+    "mobilenet_v3_small": _zoo("mobilenet_v3_small"),
+    "resnet18": _zoo("resnet18"),
+    "vit_b_16": _zoo("vit_b_16"),
 }
 
 

@@ -126,27 +126,13 @@ def _dims(dims: Sequence[DimRange]) -> list:
     return [[d.min, d.opt, d.max] for d in dims]
 
 
-def partition_key(
-    graph: bytes,
-    weights: Sequence[Weight],
-    io: Mapping[str, Sequence[object]],
-    options: Mapping[str, object],
-    tools: Mapping[str, object],
-) -> str:
-    """The cache key of one partition. ``io``: ``{"inputs": [...], "outputs": [...]}`` of
-    ``onnx_export.TensorInfo`` (dtype, device, engine and declared dim ranges); ``options``: the build
-    options that shape the engine; ``tools``: :func:`tool_versions`."""
+def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, object]) -> str:
+    """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
+    and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
+    tool versions of :func:`tool_versions`)."""
     h = _Hasher()
     h.json("format", FORMAT_VERSION)
-    h.json("tools", dict(tools))
-    h.json("options", dict(options))
-    h.json(
-        "io",
-        {
-            role: [[str(i.dtype), str(i.device), _dims(i.dims), _dims(i.declared_dims)] for i in infos]
-            for role, infos in io.items()
-        },
-    )
+    h.json("facts", dict(facts))
     h.field("graph", graph)
     for w in weights:
         h.json("weight", [w.name, w.kind, str(w.tensor.dtype), list(w.tensor.shape), w.persistent])

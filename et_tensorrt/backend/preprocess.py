@@ -30,9 +30,10 @@ from et_tensorrt import compile_specs as cs
 from et_tensorrt import blob as blob_mod
 from et_tensorrt import trt
 from et_tensorrt.backend import build_cache
-from et_tensorrt.backend.edge_to_aten import edge_to_aten, user_input_nodes
+from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_nodes, user_output_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64, partition_io
+from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
 from et_tensorrt.errors import EngineBuildError
@@ -70,25 +71,49 @@ def record_exports():
         _recorders.remove(exports)
 
 
-def _io_entries(export) -> list:
+def _io_entries(export, engine_built: bool = True) -> list:
+    """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
+    range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
     entries = []
-    for role, infos, engine_dims in (
-        (blob_mod.ROLE_INPUT, export.inputs, True),
-        (blob_mod.ROLE_OUTPUT, export.outputs, True),
-    ):
+    for role, infos in ((blob_mod.ROLE_INPUT, export.inputs), (blob_mod.ROLE_OUTPUT, export.outputs)):
         for info in infos:
+            if info.is_size:
+                value = (info.value,) if engine_built else info.declared_dims
+                entries.append(blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64),
+                                                value))
+                continue
             dev_type, dev_index = blob_mod.device_code(info.device)
             entries.append(
                 blob_mod.IOEntry(
                     role=role,
                     name=info.name,
                     dtype=blob_mod.scalar_type_code(info.dtype),
-                    dims=info.dims if engine_dims else info.declared_dims,
+                    dims=info.dims if engine_built else info.declared_dims,
                     device_type=dev_type,
                     device_index=dev_index,
                 )
             )
     return entries
+
+
+def _record_devices(export, recorded: ExportedProgram) -> None:
+    """The engine's I/O devices as the partition recorded them (the export ran on the host form)."""
+    values = [n.meta["val"] for n in user_input_nodes(recorded)] + [
+        o.meta["val"] for o in user_output_nodes(recorded) if isinstance(o, torch.fx.Node)
+    ]
+    for info, val in zip(export.inputs + export.outputs, values):
+        if isinstance(val, torch.Tensor):  # a size input (a SymInt passed by value) has no device
+            info.device = val.device
+
+
+def _profiles_metadata(export) -> list:
+    """Per optimization profile: engine input name -> [[min, opt, max], ...] (informational)."""
+    from et_tensorrt.backend.engine_builder import profile_shapes
+
+    return [
+        {info.name: [[d.min, d.opt, d.max] for d in dims] for info, dims in zip(export.engine_inputs, shapes)}
+        for shapes in profile_shapes(export)
+    ]
 
 
 def _program(aten_ep: ExportedProgram) -> tuple[tuple[bytes, list] | None, EngineBuildError | None]:
@@ -111,20 +136,36 @@ def _checked(program: tuple[bytes, list] | None, error: EngineBuildError | None)
     return None
 
 
-def _cache_key(aten_ep: ExportedProgram, program: tuple[bytes, list], build: cs.BuildOptions) -> str | None:
-    """The partition's build-cache key, or None when its dim ranges cannot be read (the export says why)."""
+def _cache_key(
+    aten_ep: ExportedProgram,
+    recorded: ExportedProgram,
+    program: tuple[bytes, list],
+    build: cs.BuildOptions,
+    options: dict[str, str],
+) -> str | None:
+    """The partition's build-cache key, or None when its arguments' ranges cannot be read (the export then
+    says why)."""
     try:
-        inputs, outputs, _, _ = partition_io(aten_ep, build.unbounded_max_factor)
+        dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
+        inputs, outputs, _, _ = partition_io(aten_ep, build.unbounded_max_factor, dynamic_dims)
     except EngineBuildError:
         return None
+    export = OnnxExport(b"", 0, inputs, outputs)
+    _record_devices(export, recorded)
+
+    def fact(info) -> list:
+        return [bool(info.name), str(info.dtype), str(info.device), repr(info.dims), repr(info.declared_dims),
+                repr(info.profiles), repr(info.value)]
+
     graph, weights = program
-    return build_cache.partition_key(
-        graph,
-        weights,
-        {"inputs": inputs, "outputs": outputs},
-        build.engine_options(),
-        build_cache.tool_versions(build.target_archs),
-    )
+    facts = {
+        "inputs": [fact(i) for i in inputs],
+        "outputs": [fact(o) for o in outputs],
+        "dynamic_dims": options.get(cs.DYNAMIC_DIMS, ""),
+        "options": build.engine_options(),
+        "tools": build_cache.tool_versions(build.target_archs),
+    }
+    return build_cache.partition_key(graph, weights, facts)
 
 
 def _describe(label: str, edge_program: ExportedProgram, n_nodes: int, build: cs.BuildOptions) -> dict:
@@ -178,7 +219,10 @@ class EtTensorRTBackend(BackendDetails):
         stats["partitions"] += 1
         n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
 
-        aten_ep = edge_to_aten(edge_program)
+        recorded = edge_to_aten(edge_program)
+        # ONNX, validation and the embedded program use one device, the host (see on_host); the blob's I/O
+        # table keeps the devices the program recorded.
+        aten_ep = on_host(recorded)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -191,15 +235,17 @@ class EtTensorRTBackend(BackendDetails):
         # The build cache is keyed before the ONNX export: a hit skips export, validation and the build.
         t0 = time.perf_counter()
         program, program_error = _program(aten_ep)
-        key = _cache_key(aten_ep, program, build) if build.cache and program is not None else None
+        key = _cache_key(aten_ep, recorded, program, build, options) if build.cache and program is not None else None
         entry = build_cache.load(key) if key is not None else None
         if entry is not None and build.validate and entry.validation is None:
             entry = None  # built without the onnxruntime check this lowering asks for: build again, checked
+        dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
         export = None
         if entry is not None and _recorders:
             # `et-tensorrt check` runs each engine's ONNX: export it now, and use the cached engine only if
             # this is byte for byte the ONNX it was built from.
-            export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
+            export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
+            _record_devices(export, recorded)
             if hashlib.sha256(export.model_bytes).hexdigest() != entry.onnx_sha256:
                 logger.info("%s: the ONNX export differs from the cached engine's; building again", label)
                 entry = None
@@ -224,10 +270,13 @@ class EtTensorRTBackend(BackendDetails):
             program_error = _checked(program, program_error)
             if export is None:
                 t0 = time.perf_counter()
-                export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
+                export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
+                _record_devices(export, recorded)
                 export.seconds = time.perf_counter() - t0
             onnx_s = export.seconds
             export_metadata = {"onnx_opset": export.opset, "profile_max_picked": export.picked_max}
+            if export.profile_count > 1 or any(i.is_size for i in export.inputs):
+                export_metadata["optimization_profiles"] = _profiles_metadata(export)
             metadata.update(export_metadata, onnx_seconds=round(onnx_s, 3))
             if export.picked_max:
                 logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
@@ -256,13 +305,8 @@ class EtTensorRTBackend(BackendDetails):
                 stats["fallbacks"] += 1
                 metadata["fallback_reason"] = str(exc)
                 logger.warning("%s: left to the host (PyTorch runs the partition): %s", label, exc)
-            io_entries = _io_entries(export)
-            if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
-                io_entries = [
-                    blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
-                    for e, info in zip(io_entries, export.inputs + export.outputs)
-                ]
-            elif key is not None and program_error is None:
+            io_entries = _io_entries(export, engine_built=engine is not None)
+            if engine is not None and key is not None and program_error is None:
                 build_cache.store(
                     build_cache.Entry(
                         key=key,

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_helpers import check_blob, lower, lowered  # noqa: E402
-
-from et_tensorrt import blob as B  # noqa: E402
-from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt import trt  # noqa: E402
-from et_tensorrt.backend import build_cache, preprocess  # noqa: E402
+from et_tensorrt import blob as B
+from et_tensorrt import compile_specs as cs
+from et_tensorrt import trt
+from et_tensorrt.backend import build_cache, preprocess
+from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
 # METADATA that says how this blob was made (timings, cache outcome), not what it holds.
 _HOW_MADE = {"onnx_seconds", "build_seconds", "cache", "cache_seconds"}
@@ -46,8 +43,12 @@ def _model(seed=0, act=torch.tanh):
     return Small(act).eval()
 
 
-def _one(edge):
-    [(blob, part)] = lowered(edge)
+def lower(model, args, dynamic_shapes=None, options=None) -> Tester:
+    return Tester(model, args, dynamic_shapes).lower_with(SplitPartitioner(options))
+
+
+def _one(tester: Tester):
+    [(blob, part)] = tester.lowered_blobs()
     return blob, part
 
 
