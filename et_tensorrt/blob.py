@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 import torch
 
@@ -102,7 +102,7 @@ class DimRange:
         return self.min == self.opt == self.max
 
     @staticmethod
-    def static(n: int) -> "DimRange":
+    def static(n: int) -> DimRange:
         return DimRange(n, n, n)
 
 
@@ -154,12 +154,12 @@ class Blob:
     """A parsed blob. Payloads are ``bytes`` from :func:`read_blob`, views of the runtime's copy in the delegate."""
 
     io: list[IOEntry]
-    engine: Optional[bytes | memoryview] = None
-    graph: Optional[bytes | memoryview] = None  # version 2: torch.export JSON of the partition
+    engine: bytes | memoryview | None = None
+    graph: bytes | memoryview | None = None  # version 2: torch.export JSON of the partition
     weights: list[WeightEntry] = field(default_factory=list)  # version 2: the WEIGHTS table
-    data: Optional[bytes | memoryview] = None  # the whole blob (WEIGHTS offsets index into it)
-    program: Optional[bytes | memoryview] = None  # version 1: torch.export.save archive
-    refit_map: Optional[bytes | memoryview] = None
+    data: bytes | memoryview | None = None  # the whole blob (WEIGHTS offsets index into it)
+    program: bytes | memoryview | None = None  # version 1: torch.export.save archive
+    refit_map: bytes | memoryview | None = None
     metadata: dict = field(default_factory=dict)
     exec_device_type: int = DEVICE_CUDA
     exec_device_index: int = 0
@@ -183,7 +183,7 @@ class Blob:
         return memoryview(self.data)[entry.offset : entry.offset + entry.nbytes]
 
     @staticmethod
-    def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> "Blob":
+    def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> Blob:
         """The dataclass from ``_C.parse_blob``'s dict (or the delegate's). ``copy`` turns payload views
         into ``bytes``; ``metadata`` decodes METADATA's JSON (the runtime never needs it)."""
 
@@ -252,8 +252,10 @@ def encode_io_table(entries: Sequence[IOEntry]) -> bytes:
         if e.role not in _ROLES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown role {e.role}")
         if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != _LONG):
-            raise BlobFormatError(f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
-                                  "(its value range) and dtype int64")
+            raise BlobFormatError(
+                f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
+                "(its value range) and dtype int64"
+            )
         if e.device_type not in _DEVICE_NAMES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown device type {e.device_type}")
         if len(e.dims) > MAX_RANK:
@@ -382,10 +384,10 @@ def write_sections(
 def write_blob(
     io: Sequence[IOEntry],
     *,
-    engine: Optional[bytes] = None,
-    graph: Optional[bytes] = None,
+    engine: bytes | None = None,
+    graph: bytes | None = None,
     weights: Sequence[Weight] = (),
-    metadata: Optional[dict] = None,
+    metadata: dict | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:

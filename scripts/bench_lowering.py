@@ -130,18 +130,33 @@ def main() -> int:
     for name in chosen:
         rows.append(measure(name, MODELS[name], timer))
         r = rows[-1]
-        print(f"{name}: preprocess {r['cold_preprocess_s']:.2f} -> {r['hit_preprocess_s']:.2f} s, "
-              f"lower {r['cold_lower_s']:.2f} -> {r['hit_lower_s']:.2f} s", file=sys.stderr, flush=True)
+        print(
+            f"{name}: preprocess {r['cold_preprocess_s']:.2f} -> {r['hit_preprocess_s']:.2f} s, "
+            f"lower {r['cold_lower_s']:.2f} -> {r['hit_lower_s']:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    print(f"et_tensorrt from {os.path.dirname(et_tensorrt.__file__)}; torch {torch.__version__}, "
-          f"{trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f}; "
-          f"imports + first lowering {warmup:.1f} s")
+    print(
+        f"et_tensorrt from {os.path.dirname(et_tensorrt.__file__)}; torch {torch.__version__}, "
+        f"{trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f}; "
+        f"imports + first lowering {warmup:.1f} s"
+    )
     header = ("model", "weights MB", "parts", "hits", "preprocess cold", "hit", "x", "lower cold", "hit", "x")
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for r in rows:
-        cells = (r["model"], f"{r['weights_mb']:.1f}", r["partitions"], r["hit_hits"],
-                 f"{r['cold_preprocess_s']:.2f}", f"{r['hit_preprocess_s']:.2f}", f"{r['preprocess_speedup']:.1f}",
-                 f"{r['cold_lower_s']:.2f}", f"{r['hit_lower_s']:.2f}", f"{r['lower_speedup']:.2f}")
+        cells = (
+            r["model"],
+            f"{r['weights_mb']:.1f}",
+            r["partitions"],
+            r["hit_hits"],
+            f"{r['cold_preprocess_s']:.2f}",
+            f"{r['hit_preprocess_s']:.2f}",
+            f"{r['preprocess_speedup']:.1f}",
+            f"{r['cold_lower_s']:.2f}",
+            f"{r['hit_lower_s']:.2f}",
+            f"{r['lower_speedup']:.2f}",
+        )
         print("| " + " | ".join(map(str, cells)) + " |")
     if args.json:
         with open(args.json, "w") as f:

@@ -3,9 +3,9 @@
 The key (:func:`partition_key`) hashes what decides the engine: the partition's aten program (GRAPH JSON and
 every weight's bytes), its I/O dtypes, devices and dim ranges, the build options that shape the engine, and
 the tools that build it (TensorRT flavour and version, torch/onnxscript versions, this package's version, the
-local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_VERSION`. A hit therefore skips the ONNX export,
-onnxruntime validation and the TensorRT build; the entry carries everything else the blob needs from the
-export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
+local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_VERSION`. A hit therefore skips
+the ONNX export, onnxruntime validation and the TensorRT build; the entry carries everything else the blob
+needs from the export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
 
 One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then a JSON header, then the engine; a sha256 of both
 sits in ``_HEAD``). Writes go to a temp file in the same folder and are renamed into place (``os.replace``),
@@ -140,7 +140,7 @@ def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, o
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _program_checks_digest() -> str:
     """Digest of the safe loader's rules (et_tensorrt/embedded_program): a hit skips checking a GRAPH the
     cache has seen pass, so a change of those rules must miss."""
@@ -326,7 +326,9 @@ def store(entry: Entry) -> bool:
         entry.info["source"] = _source.get()
     data = _encode(entry)
     if len(data) > limit:
-        logger.info("build cache: %s entry of %d bytes exceeds the limit %d; not stored", entry.key[:16], len(data), limit)
+        logger.info(
+            "build cache: %s entry of %d bytes exceeds the limit %d; not stored", entry.key[:16], len(data), limit
+        )
         return False
     directory = cache_dir()
     tmp = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 from et_tensorrt import trt
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
@@ -18,7 +17,7 @@ logger = logging.getLogger("et_tensorrt")
 class BuildSettings:
     precision: str = "fp32"
     target_archs: tuple[str, ...] = ()
-    workspace_bytes: Optional[int] = None
+    workspace_bytes: int | None = None
 
 
 @dataclass
@@ -92,7 +91,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     network = builder.create_network(trt.network_flags())
     parser = t.OnnxParser(network, log)
     if not parser.parse(export.model_bytes):
-        raise EngineBuildError(f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}")
+        raise EngineBuildError(
+            f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}"
+        )
 
     # The network must take/return exactly what the partition does (catches silent narrowing).
     for kind, count, get, infos in (
@@ -121,7 +122,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             if not config.set_compute_capability(trt.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
     inputs = export.engine_inputs
-    shape_inputs = [info.name for i, info in enumerate(inputs) if network.get_input(i).is_shape_tensor and not info.is_size]
+    shape_inputs = [
+        info.name for i, info in enumerate(inputs) if network.get_input(i).is_shape_tensor and not info.is_size
+    ]
     if shape_inputs:
         raise EngineBuildError(
             f"partition input(s) {', '.join(shape_inputs)} set a shape by their values (TensorRT shape tensors), "
@@ -141,8 +144,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
                         profile.set_shape_input(info.name, [value.min], [value.opt], [value.max])
                     profile.set_shape(info.name, (), (), ())
                     continue
-                profile.set_shape(info.name, tuple(d.min for d in dims), tuple(d.opt for d in dims),
-                                  tuple(d.max for d in dims))
+                profile.set_shape(
+                    info.name, tuple(d.min for d in dims), tuple(d.opt for d in dims), tuple(d.max for d in dims)
+                )
             config.add_optimization_profile(profile)
 
     serialized = builder.build_serialized_network(network, config)

@@ -19,22 +19,22 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import List
 
 import torch
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from et_tensorrt import compile_specs as cs
 from et_tensorrt import blob as blob_mod
+from et_tensorrt import compile_specs as cs
 from et_tensorrt import trt
 from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_nodes, user_output_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64, partition_io
 from et_tensorrt.backend.profiles import decode_dynamic_dims
-from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
+from et_tensorrt.backend.validation import ValidationInconclusive
+from et_tensorrt.backend.validation import validate as validate_onnx
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
 from et_tensorrt.errors import EngineBuildError
 
@@ -79,8 +79,9 @@ def _io_entries(export, engine_built: bool = True) -> list:
         for info in infos:
             if info.is_size:
                 value = (info.value,) if engine_built else info.declared_dims
-                entries.append(blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64),
-                                                value))
+                entries.append(
+                    blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64), value)
+                )
                 continue
             dev_type, dev_index = blob_mod.device_code(info.device)
             entries.append(
@@ -154,8 +155,15 @@ def _cache_key(
     _record_devices(export, recorded)
 
     def fact(info) -> list:
-        return [bool(info.name), str(info.dtype), str(info.device), repr(info.dims), repr(info.declared_dims),
-                repr(info.profiles), repr(info.value)]
+        return [
+            bool(info.name),
+            str(info.dtype),
+            str(info.device),
+            repr(info.dims),
+            repr(info.declared_dims),
+            repr(info.profiles),
+            repr(info.value),
+        ]
 
     graph, weights = program
     facts = {
@@ -199,7 +207,7 @@ def _validation(aten_ep: ExportedProgram, export: OnnxExport, precision: str, la
 
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
-    def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
+    def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         options = cs.decode(compile_specs)
         unknown = sorted(set(options) - cs.KNOWN_KEYS)
         if unknown:
@@ -262,7 +270,11 @@ class EtTensorRTBackend(BackendDetails):
                 metadata.update(entry.validation)
             stats["cache_hits"] += 1
             logger.info(
-                "%s: %d nodes, from the build cache in %.2f s, %d KiB", label, n_nodes, lookup_s, (len(engine) + 1023) // 1024
+                "%s: %d nodes, from the build cache in %.2f s, %d KiB",
+                label,
+                n_nodes,
+                lookup_s,
+                (len(engine) + 1023) // 1024,
             )
         else:
             # The loader's verdict on the program is raised after the build, so a TensorRT refusal is what
@@ -279,7 +291,12 @@ class EtTensorRTBackend(BackendDetails):
                 export_metadata["optimization_profiles"] = _profiles_metadata(export)
             metadata.update(export_metadata, onnx_seconds=round(onnx_s, 3))
             if export.picked_max:
-                logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
+                logger.info(
+                    "%s: unbounded dynamic dims built up to %s (compile spec %s)",
+                    label,
+                    export.picked_max,
+                    UNBOUNDED_MAX_FACTOR,
+                )
             validation = None
             try:
                 f64 = find_float64(aten_ep)
@@ -297,7 +314,11 @@ class EtTensorRTBackend(BackendDetails):
                 stats["built"] += 1
                 logger.info(
                     "%s: %d nodes, onnx %.2f s, build %.2f s, %d KiB",
-                    label, n_nodes, onnx_s, result.seconds, (len(engine) + 1023) // 1024,
+                    label,
+                    n_nodes,
+                    onnx_s,
+                    result.seconds,
+                    (len(engine) + 1023) // 1024,
                 )
             except EngineBuildError as exc:
                 if build.pass_through_build_failures:

@@ -56,7 +56,13 @@ def cmd_cache(args) -> int:
             rows = [("key", "size", "last used", "precision", "what (model; partition; nodes; inputs)")]
             for e in entries:
                 rows.append(
-                    (e.key[:16], size_text(e.size), _ago(now - e.last_used), e.info.get("precision", "?"), _what(e.info))
+                    (
+                        e.key[:16],
+                        size_text(e.size),
+                        _ago(now - e.last_used),
+                        e.info.get("precision", "?"),
+                        _what(e.info),
+                    )
                 )
             print("\n".join(table(rows, width=140)))
         else:

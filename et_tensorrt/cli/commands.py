@@ -1,4 +1,5 @@
-"""The commands (``cache`` lives in cache.py). Arguments arrive checked (parser.py); each command loads, works and prints."""
+"""The commands (``cache`` lives in cache.py). Arguments arrive checked (parser.py); each command loads, works
+and prints."""
 
 from __future__ import annotations
 
@@ -121,6 +122,7 @@ def _require_cuda(device: torch.device) -> None:
 
 def cmd_run(args) -> int:
     from .. import Runner, inspection
+
     _require_cuda(args.device)
     inputs = load_inputs(args.inputs) if args.inputs else None
     with open(args.pte, "rb") as f:

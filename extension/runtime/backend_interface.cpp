@@ -35,8 +35,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
   bool is_available() const override { return true; }
 
-  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
-                               ArrayRef<CompileSpec>) const override {
+  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed, ArrayRef<CompileSpec>) const override {
     try {
       auto* delegate = new et_tensorrt::DelegateHandle(processed->data(), processed->size());
       processed->Free();  // the delegate keeps its own copy of the blob
@@ -74,7 +73,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   }
 };
 
-} // namespace
+}  // namespace
 
 bool register_tensorrt_backend() {
   static TensorRTBackend backend;
@@ -85,4 +84,4 @@ bool register_tensorrt_backend() {
   return registered;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

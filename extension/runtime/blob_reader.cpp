@@ -141,7 +141,6 @@ IoEntry read_entry(Reader& r, uint32_t i) {
   return e;
 }
 
-
 // Element size of a dtype WEIGHTS may hold: plain numeric types torch can view raw bytes as
 // (quantized and bit-packed codes are refused; 0 means refused).
 size_t weight_element_size(EtScalarType dtype) {
@@ -220,9 +219,8 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     if (kind > static_cast<uint8_t>(WeightKind::Constant)) fail(what + " has unknown kind " + std::to_string(kind));
     w.kind = static_cast<WeightKind>(kind);
     const uint8_t dtype = r.read<uint8_t>();
-    const size_t element = dtype <= static_cast<uint8_t>(EtScalarType::UInt64)
-                               ? weight_element_size(static_cast<EtScalarType>(dtype))
-                               : 0;
+    const size_t element =
+        dtype <= static_cast<uint8_t>(EtScalarType::UInt64) ? weight_element_size(static_cast<EtScalarType>(dtype)) : 0;
     if (element == 0) fail(what + " has a dtype code (" + std::to_string(dtype) + ") weights cannot hold");
     w.dtype = static_cast<EtScalarType>(dtype);
     const uint8_t rank = r.read<uint8_t>();
@@ -243,8 +241,10 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     for (auto& s : w.strides) s = r.read<int64_t>();
     const uint64_t expected = addressed_bytes(w.sizes, w.strides, element, what + " ('" + w.name + "')");
     if (w.nbytes != expected) {
-      fail(what + " ('" + w.name + "') holds " + std::to_string(w.nbytes) + " bytes but its sizes, strides and dtype "
-           "address " + std::to_string(expected));
+      fail(what + " ('" + w.name + "') holds " + std::to_string(w.nbytes) +
+           " bytes but its sizes, strides and dtype "
+           "address " +
+           std::to_string(expected));
     }
     if (offset % kWeightAlignment != 0) fail(what + " ('" + w.name + "') data is not 64-byte aligned");
     entries.push_back(std::move(w));
@@ -263,7 +263,7 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
   return entries;
 }
 
-} // namespace
+}  // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   if (data == nullptr || size < kHeaderSize) {
@@ -321,9 +321,15 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     }
     const ByteSpan span{bytes + offset, static_cast<size_t>(length), true};
     switch (kind) {
-      case kIoTable: io_table = span; break;
-      case kEngine: blob.engine = span; break;
-      case kMetadata: blob.metadata = span; break;
+      case kIoTable:
+        io_table = span;
+        break;
+      case kEngine:
+        blob.engine = span;
+        break;
+      case kMetadata:
+        blob.metadata = span;
+        break;
       case kProgram:
         if (v2) fail("has a PROGRAM section (a torch.export archive), which only version 1 carries");
         blob.program = span;
@@ -337,7 +343,8 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kRefitMap:
         if (v2) blob.refit_map = span;
         break;
-      default: break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
+      default:
+        break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
   }
   if (!seen.count(kIoTable)) fail("missing the IO_TABLE section");
@@ -367,4 +374,4 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   return blob;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

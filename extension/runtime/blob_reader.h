@@ -79,4 +79,4 @@ struct DelegateBlob {
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.
 DelegateBlob parse_delegate_blob(const void* data, size_t size);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

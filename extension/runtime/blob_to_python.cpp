@@ -27,9 +27,12 @@ py::dict io_entry_dict(const IoEntry& e) {
 
 const char* weight_kind_name(WeightKind kind) {
   switch (kind) {
-    case WeightKind::Parameter: return "parameter";
-    case WeightKind::Buffer: return "buffer";
-    case WeightKind::Constant: return "constant";
+    case WeightKind::Parameter:
+      return "parameter";
+    case WeightKind::Buffer:
+      return "buffer";
+    case WeightKind::Constant:
+      return "constant";
   }
   return "?";
 }
@@ -48,7 +51,7 @@ py::dict weight_dict(const WeightEntry& w) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py::object& view) {
   auto slice = [&](const ByteSpan& s) -> py::object {
@@ -76,4 +79,4 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   return out;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -12,4 +12,4 @@ namespace et_tensorrt {
 // `view` must be a memoryview of exactly the bytes `blob` was parsed from, starting at `base`.
 pybind11::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const pybind11::object& view);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

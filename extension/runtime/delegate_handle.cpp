@@ -22,7 +22,7 @@ namespace {
 
 thread_local std::string t_last_error;
 
-} // namespace
+}  // namespace
 
 ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
   ArgumentInfo v = argument_info(t);
@@ -35,7 +35,8 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
                             "where it really lives");
   }
   if (where.kind == PointerResidence::Device && (!labelled_cuda || v.device.index() != where.device_index)) {
-    v.label_note = "labelled " + device_str(v.device) + ", pointer is cuda:" + std::to_string(where.device_index) + "; ";
+    v.label_note =
+        "labelled " + device_str(v.device) + ", pointer is cuda:" + std::to_string(where.device_index) + "; ";
     v.device = EtDevice(EtDeviceType::CUDA, static_cast<executorch::runtime::etensor::DeviceIndex>(where.device_index));
   }
   return v;
@@ -75,7 +76,7 @@ DelegateHandle::~DelegateHandle() {
 }
 
 at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like,
-                                     c10::Device device) {
+                                   c10::Device device) {
   if (pool.size() <= i) pool.resize(i + 1);
   at::Tensor& buf = pool[i];
   if (!buf.defined() || buf.sizes() != like.sizes() || buf.scalar_type() != like.scalar_type() ||
@@ -215,4 +216,4 @@ void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at:
 std::string last_delegate_error() { return t_last_error; }
 void set_last_delegate_error(std::string message) { t_last_error = std::move(message); }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -42,14 +42,15 @@ std::string why_not_tensorrt(const DelegateBlob& blob, int cuda_devices) {
   return "";
 }
 
-} // namespace
+}  // namespace
 
 FallbackPolicy fallback_policy() {
   const char* raw = std::getenv(kFallbackEnv);
   std::string value = raw == nullptr ? "" : raw;
   std::string lowered;
   for (char c : value) {
-    if (!std::isspace(static_cast<unsigned char>(c))) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   if (lowered.empty() || lowered == "pytorch") return FallbackPolicy::PyTorch;
   if (lowered == "error") return FallbackPolicy::Error;
@@ -91,8 +92,8 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
                                  "where its engine does");
       }
       if (policy == FallbackPolicy::Error) {
-        throw std::runtime_error("TensorRT cannot execute this partition here: " + choice.reason + "; " +
-                                 kFallbackEnv + "=error refuses the PyTorch fallback (unset it to allow)");
+        throw std::runtime_error("TensorRT cannot execute this partition here: " + choice.reason + "; " + kFallbackEnv +
+                                 "=error refuses the PyTorch fallback (unset it to allow)");
       }
       // The fallback runs on the recorded GPU when this process has it, else on the host, said in the reason.
       if (choice.device.type() == EtDeviceType::CUDA && choice.device.index() >= cuda_devices) {
@@ -110,4 +111,4 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   return executor;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

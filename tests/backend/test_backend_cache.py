@@ -76,7 +76,12 @@ def test_a_hit_skips_onnx_export_and_build_and_writes_the_same_blob(cache, monke
     assert any("from the build cache" in r.getMessage() for r in caplog.records)
     assert second.metadata["cache"] == "hit" and "onnx_seconds" not in second.metadata
     # the same blob: I/O table, engine, program and every recorded fact but how it was made
-    assert (second.io, second.engine, second.graph, second.weights) == (first.io, first.engine, first.graph, first.weights)
+    assert (second.io, second.engine, second.graph, second.weights) == (
+        first.io,
+        first.engine,
+        first.graph,
+        first.weights,
+    )
     strip = lambda m: {k: v for k, v in m.items() if k not in _HOW_MADE}  # noqa: E731
     assert strip(second.metadata) == strip(first.metadata)
     assert second.metadata["validation_max_abs_error"] == first.metadata["validation_max_abs_error"]

@@ -43,7 +43,9 @@ def test_cache_list_size_and_clear(work, run_cli):
     listed = run_cli("cache", "list", cwd=work, env=env)
     assert listed.status == 0 and listed.stderr == ""
     row = next(line for line in listed.stdout.splitlines() if "net.pt2" in line)
-    assert re.search(r"^[0-9a-f]{16}\s+\d+\.\d (KiB|MiB)\s+\d+ s ago\s+fp32\s+net\.pt2; engine 1/1; \d+ nodes", row), row
+    assert re.search(r"^[0-9a-f]{16}\s+\d+\.\d (KiB|MiB)\s+\d+ s ago\s+fp32\s+net\.pt2; engine 1/1; \d+ nodes", row), (
+        row
+    )
     assert "inputs 3x8" in row
     assert re.search(r"cache: 1 entry, [\d.]+ (KiB|MiB) of the 64\.0 MiB limit", listed.stdout), listed.stdout
 
