@@ -186,6 +186,24 @@ std::vector<std::string> ProgramRunner::method_names() {
 void ProgramRunner::ensure_loaded(const std::string& method) {
   if (module_->is_method_loaded(method)) return;
   set_last_delegate_error("");
+  // ExecuTorch's verifier accepts a plan whose input or output indices point outside its values, and
+  // Method::set_input / get_output then abort the process on them (fuzz finding F9): refuse such a method.
+  if (auto meta = module_->method_meta(method); meta.ok()) {
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      if (!meta->input_tag(i).ok()) {
+        throw RunnerError("cannot load method '" + method + "': its input " + std::to_string(i) +
+                          " refers to a value the program does not have (the file is corrupt; ExecuTorch would "
+                          "crash on it)");
+      }
+    }
+    for (size_t i = 0; i < meta->num_outputs(); ++i) {
+      if (!meta->output_tag(i).ok()) {
+        throw RunnerError("cannot load method '" + method + "': its output " + std::to_string(i) +
+                          " refers to a value the program does not have (the file is corrupt; ExecuTorch would "
+                          "crash on it)");
+      }
+    }
+  }
   if (const Error err = module_->load_method(method); err != Error::Ok) {
     fail("cannot load method '" + method + "'", err);
   }
