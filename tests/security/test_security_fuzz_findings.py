@@ -1,6 +1,7 @@
-"""Files the fuzzers found crashing the process, kept as regression inputs (docs/security.md, reliability.md).
+"""What the fuzzers found crashing the process, rebuilt here as regression inputs (docs/security.md).
 
-Each runs in a child process: a regression is then a failed test, not a dead test run."""
+Each file is made from a fresh lowering and runs in a child process: a regression is then a failed test, not a
+dead test run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data"
+import torch
+from models import MLP
+
+from et_tensorrt.testing import Tester
 
 LOAD_AND_RUN = textwrap.dedent(
     """
@@ -35,10 +39,17 @@ def _load_and_run(path: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_f9_an_input_index_outside_the_values_is_refused_not_an_abort():
-    """pte fuzzer, seed 2, input 917: one flipped byte outside the delegate blob makes the plan's input 0 point
+def test_f9_an_input_index_outside_the_values_is_refused_not_an_abort(tmp_path):
+    """pte fuzzer, seed 2, input 917: one flipped byte outside the delegate blob made the plan's input 0 point
     at value -1509949440; ExecuTorch's verifier accepts it and Method::set_input aborts on it."""
-    result = _load_and_run(DATA / "f9_input_index_out_of_range.pte")
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte = Tester(MLP(), (torch.randn(2, 8),)).lower(min_block_size=1).pte
+    program_file = deserialize_pte_binary(pte)
+    program_file.program.execution_plan[0].inputs[0] = -1509949440  # the value index the fuzzer's flip made
+    path = tmp_path / "f9.pte"
+    path.write_bytes(bytes(serialize_pte_binary(program_file)))
+    result = _load_and_run(path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "REFUSED: cannot load method 'forward': its input 0 refers to a value the program does not have" in (
         result.stdout
