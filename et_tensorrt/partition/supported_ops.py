@@ -136,8 +136,10 @@ _LINEAR_ALGEBRA_AND_NN = (
     # Only where it survives ExecuTorch's decompositions (to_edge's preserve_ops); else its parts are delegated.
     "aten.scaled_dot_product_attention.default",
 )
-# Shape and data movement; the "_copy" forms are what to_edge produces.
-_SHAPE = (
+# Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into
+# an engine and back without computing anything, so it is not worth an engine of its own. The "_copy" forms
+# are what to_edge produces.
+_VIEWS = (
     "aten.view.default",
     "aten.view_copy.default",
     "aten.reshape.default",
@@ -154,6 +156,14 @@ _SHAPE = (
     "aten.squeeze_copy.dim",
     "aten.unsqueeze.default",
     "aten.unsqueeze_copy.default",
+    "aten.clone.default",
+    "aten.contiguous.default",
+    "aten.alias.default",
+    "aten.alias_copy.default",
+)
+VIEW_OPS = frozenset(_VIEWS)
+# Shape and data movement: the views and the ops that select or combine data.
+_SHAPE = _VIEWS + (
     "aten.slice.Tensor",
     "aten.slice_copy.Tensor",
     "aten.select.int",
@@ -165,10 +175,6 @@ _SHAPE = (
     "aten.gather.default",
     "aten.index.Tensor",
     "aten.index_put.default",
-    "aten.clone.default",
-    "aten.contiguous.default",
-    "aten.alias.default",
-    "aten.alias_copy.default",
     "aten.flatten.using_ints",
 )
 # Casts. Device-changing ones are refused by the placement rule, not by this table.
@@ -212,32 +218,6 @@ NON_COMPUTE_OPS = frozenset(
     }
 )
 
-# Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into
-# an engine and back without computing anything, so it is not worth an engine of its own.
-VIEW_OPS = frozenset(
-    {
-        "aten.view.default",
-        "aten.view_copy.default",
-        "aten.reshape.default",
-        "aten._unsafe_view.default",
-        "aten.permute.default",
-        "aten.permute_copy.default",
-        "aten.transpose.int",
-        "aten.t.default",
-        "aten.expand.default",
-        "aten.expand_copy.default",
-        "aten.squeeze.dims",
-        "aten.squeeze_copy.dims",
-        "aten.squeeze.dim",
-        "aten.squeeze_copy.dim",
-        "aten.unsqueeze.default",
-        "aten.unsqueeze_copy.default",
-        "aten.clone.default",
-        "aten.contiguous.default",
-        "aten.alias.default",
-        "aten.alias_copy.default",
-    }
-)
 
 SUPPORTED_OPS = (
     frozenset(_ELEMENTWISE + BITWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES)
