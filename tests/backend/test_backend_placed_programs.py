@@ -7,7 +7,6 @@ it: exactly the mix that broke the ONNX export (cuda in the graph, host example 
 
 from __future__ import annotations
 
-import io
 import warnings
 
 import torch
@@ -18,6 +17,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import et_tensorrt
 from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
+from et_tensorrt.embedded_program import load_program
 
 
 class Net(torch.nn.Module):
@@ -74,7 +74,7 @@ def test_a_program_exported_on_cuda_lowers_with_its_real_weights():
     assert blob.engine, blob.metadata.get("fallback_reason")
     assert set(blob.metadata["validation_max_abs_error"]) == {e.name for e in blob.outputs}
     assert [e.device for e in blob.io] == ["cuda:0", "cuda:0"], "the I/O table keeps the recorded devices"
-    embedded = torch.export.load(io.BytesIO(blob.program))
+    embedded = load_program(blob)
     assert all(t.device.type == "cpu" for t in embedded.state_dict.values()), "embedded program: host form"
 
     # to_executorch re-traces the delegate call with the graph's fake cuda input: give the lowered module

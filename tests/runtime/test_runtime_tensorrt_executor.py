@@ -41,7 +41,7 @@ def _executor(monkeypatch):
     ]
     blob = B.Blob(io=io, program=b"")
     context = FakeContext()
-    engine = SimpleNamespace(create_execution_context=lambda: context)
+    engine = SimpleNamespace(create_execution_context=lambda: context, num_optimization_profiles=1)
     # The host stands in for cuda:0: the per-call logic is the same, the buffers are allocated where it says.
     return executors.TensorRTExecutor(blob, torch.device("cpu"), engine), context
 
