@@ -49,7 +49,7 @@ def lower(
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
     ``torch_executed_ops``, ``require_full_compilation``) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``), given one by one or as ``build_options`` (keywords override its fields).
+    ``unbounded_max_factor``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one or as ``build_options`` (keywords override its fields).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower

@@ -20,12 +20,16 @@ class BuildSettings:
     precision: str = "fp32"
     target_archs: tuple[str, ...] = ()
     workspace_bytes: Optional[int] = None
+    # weights="refit": a weight-stripped engine (STRIP_PLAN) that assumes the refit weights are the build's
+    # (REFIT_IDENTICAL, so TensorRT still optimizes with their values); the blob's REFIT_MAP restores them.
+    strip_weights: bool = False
 
     def as_dict(self, export: OnnxExport) -> dict:
         return {
             "precision": self.precision,
             "target_archs": list(self.target_archs),
             "workspace_bytes": self.workspace_bytes,
+            "strip_weights": self.strip_weights,
             "profiles": {i.name: [[d.min, d.opt, d.max] for d in i.dims] for i in export.inputs},
         }
 
@@ -109,6 +113,12 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     config = builder.create_builder_config()
     if settings.workspace_bytes:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
+    if settings.strip_weights:
+        for flag in ("STRIP_PLAN", "REFIT_IDENTICAL"):
+            if not hasattr(t.BuilderFlag, flag):
+                raise EngineBuildError(f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
+                                       "weight-stripped engines; lower with weights='both'")
+            config.set_flag(getattr(t.BuilderFlag, flag))
     if settings.target_archs:
         if not trt.supports_target_archs():
             raise EngineBuildError(f"{trt.flavour()} {trt.version()} cannot build for explicit target architectures")

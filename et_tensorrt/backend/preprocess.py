@@ -86,6 +86,28 @@ def _io_entries(export) -> list:
     return entries
 
 
+def _refit_map(export, weights, aten_ep, label: str):
+    """The partition's REFIT_MAP: a recipe per ONNX initializer (verified against the blob, see _verify_refit)."""
+    from et_tensorrt.backend.refit_derivation import derive_refit_map
+
+    plan = derive_refit_map(export.model_bytes, weights, aten_ep)
+    if plan.raw_bytes:
+        logger.info("%s: refit map stores %d bytes raw (initializers not rebuilt from the program's weights)",
+                    label, plan.raw_bytes)
+    return plan
+
+
+def _verify_refit(export, data: bytes) -> None:
+    """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS and
+    REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise."""
+    from et_tensorrt.backend.refit_derivation import verify_refit_map
+    from et_tensorrt.embedded_program.loader import weight_tensor
+
+    blob = blob_mod.read_blob(data)
+    tensors = [weight_tensor(blob, w) for w in blob.weights]
+    verify_refit_map(export.model_bytes, blob.refit_entries, tensors, blob.refit_map, [w.name for w in blob.weights])
+
+
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
@@ -98,7 +120,10 @@ class EtTensorRTBackend(BackendDetails):
         device = options.get(cs.EXECUTION_DEVICE, "cuda:0").strip()
         exec_type, exec_index = blob_mod.device_code(device)
         settings = BuildSettings(
-            precision=precision, target_archs=build.target_archs, workspace_bytes=build.workspace_bytes
+            precision=precision,
+            target_archs=build.target_archs,
+            workspace_bytes=build.workspace_bytes,
+            strip_weights=build.weights == "refit",
         )
 
         seq = next(_engine_counter)
@@ -116,6 +141,7 @@ class EtTensorRTBackend(BackendDetails):
             "target_archs": list(settings.target_archs),
             "execution_device": device,
             "nodes": n_nodes,
+            "weights": build.weights,
         }
 
         t0 = time.perf_counter()
@@ -157,6 +183,14 @@ class EtTensorRTBackend(BackendDetails):
         # The embedded program (checked by the runtime's own safe-loader checks; after the build, so a
         # TensorRT refusal is what a partition of an unsupported op reports).
         graph, weights = serialize_program(aten_ep)
+        refit = None
+        if engine is not None and build.weights == "refit":
+            refit = _refit_map(export, weights, aten_ep, label)
+            metadata.update(refit_entries=len(refit.entries), refit_raw_bytes=refit.raw_bytes)
+        elif engine is not None and build.weights == "engine-only":
+            graph, weights = None, []  # the smallest blob: runs only where the engine deserializes
+        elif engine is None and build.weights != "both":
+            metadata["weights_mode_dropped"] = f"{build.weights}: no engine was built, the program is kept"
         io_entries = _io_entries(export)
         if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
             io_entries = [
@@ -168,10 +202,13 @@ class EtTensorRTBackend(BackendDetails):
             engine=engine,
             graph=graph,
             weights=weights,
+            refit_map=refit.payload if refit is not None else None,
             metadata=metadata,
             exec_device_type=exec_type,
             exec_device_index=exec_index,
         )
+        if refit is not None:
+            _verify_refit(export, data)
         if _recorders:
             digest = blob_mod.program_digest(blob_mod.read_blob(data))
             for exports in _recorders:

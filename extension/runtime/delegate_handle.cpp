@@ -61,16 +61,27 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
   return v;
 }
 
-DelegateHandle::DelegateHandle(const void* blob, size_t size)
-    : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),
-      blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
+namespace {
+// The processed buffer, moved out of ExecuTorch's BackendDelegate (its own segment_ is then empty, and freeing
+// it there is a no-op): munmap/free happens when the last owner lets go.
+std::shared_ptr<const void> own(executorch::runtime::FreeableBuffer&& processed) {
+  return std::make_shared<executorch::runtime::FreeableBuffer>(std::move(processed));
+}
+} // namespace
+
+DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
+    : buffer_(own(std::move(processed))),
+      blob_data_(static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
+      blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
+      blob_(parse_delegate_blob(blob_data_, blob_size_)) {
   py::gil_scoped_acquire gil;
   py::object create = py::module_::import("et_tensorrt.runtime.executors").attr("create_executor");
-  // The executor gets the blob already parsed: its sections as views of bytes_. It copies what it keeps
-  // (engine deserialized, weights into tensors), so the views are released once it is built; a view it
-  // kept anyway would then raise rather than read freed memory after this handle is gone.
+  // The executor gets the blob already parsed: its sections as memoryviews of the buffer, released once it is
+  // built (a view it kept anyway would then raise rather than read freed memory), and its WEIGHTS as tensors
+  // viewing the buffer in place (the PyTorch executor's weights: no copy), each holding buffer_ alive.
   py::dict parsed = blob_to_python(
-      blob_, bytes_.data(), py::memoryview::from_memory(bytes_.data(), static_cast<py::ssize_t>(bytes_.size())));
+      blob_, blob_data_,
+      py::memoryview::from_memory(blob_data_, static_cast<py::ssize_t>(blob_size_)), buffer_);
   try {
     executor_ = create(parsed);
   } catch (const py::error_already_set& e) {
