@@ -75,6 +75,7 @@ def sizes(names: list[str]) -> list[dict]:
     from executorch.exir import to_edge_transform_and_lower
 
     from et_tensorrt import lower
+    from et_tensorrt.errors import EngineBuildError
 
     rows = []
     for name in names:
@@ -82,7 +83,12 @@ def sizes(names: list[str]) -> list[dict]:
         ep = torch.export.export(model, args)
         row = {"model": name, "weights_MB": weight_bytes(model) / 1e6}
         for mode in MODES:
-            data = lower(ep, weights=mode)
+            try:
+                data = lower(ep, weights=mode)
+            except EngineBuildError as e:  # refit without a GPU: TensorRT-RTX cannot build a stripped engine
+                row[mode] = None
+                row.setdefault("notes", []).append(f"{mode}: {str(e)[:120]}")
+                continue
             row[mode] = len(data) / 1e6
             if mode == "refit":
                 row["raw_MB"] = refit_raw_bytes(data) / 1e6
@@ -91,7 +97,7 @@ def sizes(names: list[str]) -> list[dict]:
         )
 
         row["xnnpack"] = len(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer) / 1e6
-        row["refit/weights"] = row["refit"] / row["weights_MB"]
+        row["refit/weights"] = row["refit"] / row["weights_MB"] if row["refit"] else None
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -161,9 +167,13 @@ def main() -> None:
     if rows:
         print("| model | weights (MB) | both | refit | engine-only | XNNPACK | refit / weights | refit raw (MB) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        def mb(v, fmt=".1f"):
+            return "n/a" if v is None else format(v, fmt)
+
         for r in rows:
-            print(f"| {r['model']} | {r['weights_MB']:.1f} | {r['both']:.1f} | {r['refit']:.1f} | "
-                  f"{r['engine-only']:.1f} | {r['xnnpack']:.1f} | {r['refit/weights']:.3f} | {r['raw_MB']:.2f} |")
+            print(f"| {r['model']} | {r['weights_MB']:.1f} | {mb(r['both'])} | {mb(r['refit'])} | "
+                  f"{mb(r['engine-only'])} | {r['xnnpack']:.1f} | {mb(r['refit/weights'], '.3f')} | "
+                  f"{mb(r.get('raw_MB'), '.2f')} |")
         print()
     print("| .pte (MB) | RSS after load (MB) | after first run (MB) | load / .pte | run / .pte |")
     print("|---:|---:|---:|---:|---:|")

@@ -147,6 +147,15 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     serialized = builder.build_serialized_network(network, config)
     if serialized is None or serialized.nbytes == 0:
         errors = log.errors()
+        if settings.strip_weights and not _cuda_available():
+            # Measured with TensorRT-RTX 1.7.1: any refittable build (STRIP_PLAN, REFIT, REFIT_IDENTICAL, or
+            # weights marked refittable) JIT-compiles through Myelin, which needs a CUDA device.
+            raise EngineBuildError(
+                f"{trt.flavour()} {trt.version()} cannot build a weight-stripped (refittable) engine without a GPU "
+                "(its builder needs CUDA for refittable weights); lower with weights='both' or 'engine-only' here, "
+                "or lower with weights='refit' on a machine with a GPU"
+                + (f" (TensorRT said: {'; '.join(errors)})" if errors else "")
+            )
         bad = _unsupported_ops(export, parser)
         ops = f" (ops TensorRT reports unsupported: {', '.join(bad)})" if bad else ""
         raise EngineBuildError(
@@ -154,6 +163,15 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             + ("; ".join(errors) if errors else "no error message")
         )
     return bytes(serialized)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def build_engine(export: OnnxExport, settings: BuildSettings, use_cache: bool = True) -> BuildResult:

@@ -453,6 +453,10 @@ class Checks:
         return (f"refitted engine ran (parity above); engine bytes stripped/full {sizes}",
                 {"engine_bytes": sizes, "refit_entries": [len(b.refit_entries) for b in stripped]})
 
+    def refit_not_bundled(self):
+        raise Skip("no weights='refit' program in the bundle: TensorRT-RTX 1.7.1 builds weight-stripped engines "
+                   "only with a GPU and the bundle is lowered on a CPU machine (check_models.REFIT_PROGRAMS)")
+
     def no_exir(self):
         loaded = sorted(m for m in sys.modules if m.startswith("executorch"))
         if any(m.startswith("executorch.exir") for m in loaded):
@@ -497,7 +501,13 @@ def main() -> int:
     for name in ("mlp_fp32", "mlp_fp16", "convnet_fp32"):
         run(f"{name}: latency vs eager CUDA, delegate overhead", lambda n=name: c.latency(n, trt_mod),
             c.runners.get(name), gpu=True)
-    for name, both in (("mlp_fp32_refit", "mlp_fp32"), ("convnet_fp32_refit", "convnet_fp32")):
+    # weights="refit" programs and their weights="both" twins, when the bundle carries them (check_models.py says
+    # why it does not today).
+    refit_programs = [(n, b) for n, b in (("mlp_fp32_refit", "mlp_fp32"), ("convnet_fp32_refit", "convnet_fp32"))
+                      if n in c.table]
+    if not refit_programs:
+        run("refit of weight-stripped engines (issue 17)", c.refit_not_bundled, et)
+    for name, both in refit_programs:
         run(f"{name}: weight-stripped engine refitted and run (issue 17)", lambda n=name, b=both: c.refit(n, b),
             c.runners.get(name), gpu=True)
     run("no executorch.exir imported", c.no_exir, et)
