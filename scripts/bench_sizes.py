@@ -138,7 +138,7 @@ def rss(tmp: str) -> dict:
     with open(path, "wb") as f:
         f.write(lower(torch.export.export(model, args)))
     with open(warm, "wb") as f:  # a small program run first, so one-time allocations are in the baseline
-        f.write(lower(torch.export.export(torch.nn.Linear(1024, 1024).eval(), args)))
+        f.write(lower(torch.export.export(torch.nn.Linear(1024, 1024).eval(), args), min_block_size=1))
     out = subprocess.run([sys.executable, "-c", _RSS_CHILD, path, warm], check=False, capture_output=True, text=True,
                          env={**os.environ, "ET_TENSORRT_FALLBACK": "pytorch"})
     if out.returncode != 0:
@@ -157,6 +157,8 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,resnet18,vit_b_16")
     parser.add_argument("--rss-only", action="store_true")
     args = parser.parse_args()
+    import torchvision_op_schemas  # noqa: F401  (before anything imports torchvision, see that file)
+
     logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as tmp:
