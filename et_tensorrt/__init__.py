@@ -41,6 +41,7 @@ if not _C.register_backend():
 _LAZY = {
     "TensorRTPartitioner": ".partition",
     "PartitionReport": ".partition",
+    "ReasonCode": ".partition",
     "explain": ".partition",
     "EtTensorRTBackend": ".backend",
     "BuildOptions": ".compile_specs",

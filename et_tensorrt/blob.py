@@ -36,6 +36,12 @@ SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine wei
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
+# A size argument: ExecuTorch passes an integer (a SymInt the partition reads), not a tensor. dtype int64,
+# device cpu, rank 1: dims[0] is the range of its value. Name: the engine's 0-d int64 input, or "" when the
+# engine computes the size from its tensor inputs' shapes (then nothing is bound).
+ROLE_SIZE = 2
+_LONG = 4  # ExecuTorch ScalarType Long: a size entry's dtype
+_ROLES = (ROLE_INPUT, ROLE_OUTPUT, ROLE_SIZE)
 
 DEVICE_CPU = 0
 DEVICE_CUDA = 1
@@ -102,12 +108,16 @@ class DimRange:
 
 @dataclass(frozen=True)
 class IOEntry:
-    role: int  # ROLE_INPUT / ROLE_OUTPUT
+    role: int  # ROLE_INPUT / ROLE_OUTPUT / ROLE_SIZE
     name: str
     dtype: int  # ExecuTorch ScalarType code
     dims: tuple[DimRange, ...]
     device_type: int = DEVICE_CPU
     device_index: int = 0
+
+    @property
+    def is_size(self) -> bool:
+        return self.role == ROLE_SIZE
 
     @property
     def device(self) -> str:
@@ -161,7 +171,8 @@ class Blob:
 
     @property
     def inputs(self) -> list[IOEntry]:
-        return [e for e in self.io if e.role == ROLE_INPUT]
+        """The delegate's arguments in order: tensors and sizes."""
+        return [e for e in self.io if e.role in (ROLE_INPUT, ROLE_SIZE)]
 
     @property
     def outputs(self) -> list[IOEntry]:
@@ -185,12 +196,13 @@ class Blob:
             return None if view is None else (bytes(view) if copy else view)
 
         io = []
-        for role, key in ((ROLE_INPUT, "inputs"), (ROLE_OUTPUT, "outputs")):
+        roles = {"input": ROLE_INPUT, "output": ROLE_OUTPUT, "size": ROLE_SIZE}
+        for key in ("inputs", "outputs"):
             for e in parsed[key]:
                 dev = e["device"]
                 io.append(
                     IOEntry(
-                        role,
+                        roles[e["role"]],
                         e["name"],
                         e["dtype_code"],
                         tuple(DimRange(*d) for d in e["dims"]),
@@ -245,8 +257,11 @@ class Blob:
 def encode_io_table(entries: Sequence[IOEntry]) -> bytes:
     parts = [struct.pack("<I", len(entries))]
     for e in entries:
-        if e.role not in (ROLE_INPUT, ROLE_OUTPUT):
+        if e.role not in _ROLES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown role {e.role}")
+        if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != _LONG):
+            raise BlobFormatError(f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
+                                  "(its value range) and dtype int64")
         if e.device_type not in _DEVICE_NAMES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown device type {e.device_type}")
         if len(e.dims) > MAX_RANK:

@@ -31,6 +31,9 @@ PASS_THROUGH_BUILD_FAILURES = "et_tensorrt.pass_through_build_failures"  # b"1" 
 WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
+# Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
+# (et_tensorrt.backend.profiles.DynamicDim).
+DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
 # Set by the partitioner per partition, for build progress lines ("engine 2/5").
 PARTITION_INDEX = "et_tensorrt.partition_index"
 PARTITION_COUNT = "et_tensorrt.partition_count"
@@ -206,7 +209,7 @@ class BuildOptions:
 
 
 # Every key a compile spec of ours may carry (anything else is warned about by preprocess).
-PARTITIONER_KEYS = (EXECUTION_DEVICE, PARTITION_INDEX, PARTITION_COUNT)
+PARTITIONER_KEYS = (EXECUTION_DEVICE, PARTITION_INDEX, PARTITION_COUNT, DYNAMIC_DIMS)
 KNOWN_KEYS = frozenset(BuildOptions.keys().values()) | frozenset(PARTITIONER_KEYS)
 
 

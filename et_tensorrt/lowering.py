@@ -9,7 +9,9 @@ import torch
 
 from .compile_specs import BuildOptions
 
-_PARTITIONER_OPTIONS = ("target_device", "min_block_size", "torch_executed_ops", "require_full_compilation")
+_PARTITIONER_OPTIONS = (
+    "target_device", "min_block_size", "torch_executed_ops", "require_full_compilation", "opt_sizes"
+)
 
 
 def _split_options(options: Mapping[str, Any], build_options: BuildOptions | None) -> tuple[dict, BuildOptions]:
@@ -47,31 +49,61 @@ def lower(
     into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
     own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
-    ``torch_executed_ops``, ``require_full_compilation``) or are :class:`BuildOptions` fields
+    ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
+    see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
     ``unbounded_max_factor``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one or as ``build_options`` (keywords override its fields).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
-    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir import to_edge_transform_and_lower
 
+    partitioner = make_partitioner(options, build_options)
+    program = export(model, example_inputs, dynamic_shapes)
+    edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
+    lower.last_report = partitioner.report
+    return edge.to_executorch(
+        executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
+    ).buffer
+
+
+def make_partitioner(options: Mapping[str, Any], build_options: BuildOptions | None = None):
+    """The ``TensorRTPartitioner`` :func:`lower` uses for these options (checked here, see ``_split_options``)."""
     from .backend import EtTensorRTBackend  # noqa: F401  (ExecuTorch finds preprocess by class name)
     from .partition import TensorRTPartitioner
 
     partitioner_options, build = _split_options(options, build_options)
-    partitioner = TensorRTPartitioner(**partitioner_options, compile_specs=build.to_specs())
+    return TensorRTPartitioner(**partitioner_options, compile_specs=build.to_specs())
+
+
+def export(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    example_inputs: Sequence[torch.Tensor] = (),
+    dynamic_shapes: Optional[Any] = None,
+    *,
+    strict: bool = False,
+) -> torch.export.ExportedProgram:
+    """``torch.export`` as :func:`lower` does it (an ExportedProgram is taken as it is), constant masks folded."""
+    from .partition.constant_masks import fold_constant_masks
+
     if isinstance(model, torch.export.ExportedProgram):
         program = model
     else:
-        program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
-    edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
-    config = ExecutorchBackendConfig(
+        program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
+    # Constant boolean masks become integer positions first, so their outputs' sizes are static (explain does too).
+    return fold_constant_masks(program)
+
+
+def executorch_config(*, zero_copy_inputs: bool = True, zero_copy_outputs: bool = False):
+    """``to_executorch``'s config for :func:`lower`: ExecuTorch's defaults with method inputs (and, when asked,
+    outputs) left out of the memory plan, so the runtime sees the caller's own tensors."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    return ExecutorchBackendConfig(
         memory_planning_pass=MemoryPlanningPass(
             alloc_graph_input=not zero_copy_inputs, alloc_graph_output=not zero_copy_outputs
         )
     )
-    lower.last_report = partitioner.report
-    return edge.to_executorch(config).buffer
 
 
 lower.last_report = None

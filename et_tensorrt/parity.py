@@ -46,6 +46,8 @@ SAME_MATH = Tolerances(rtol=1e-5, atol=1e-6)
 # suite's own numbers so our results read side by side with XNNPACK's.
 SUITE = Tolerances(rtol=4e-2, atol=1e-1)
 EXACT = Tolerances(rtol=0.0, atol=0.0)
+# torch.testing.assert_close's float32 defaults, for tests that compared with it before the one table.
+ASSERT_CLOSE_FP32 = Tolerances(rtol=1.3e-6, atol=1e-5)
 
 
 def for_precision(precision: str) -> Tolerances:

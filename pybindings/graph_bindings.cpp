@@ -4,6 +4,8 @@
 
 #include <pybind11/stl.h>
 
+#include <variant>
+
 #include "../extension/runtime/graph_interpreter.h"
 #include "bindings.h"
 
@@ -131,9 +133,15 @@ void bind_graph_interpreter(py::module_& m) {
            }),
            py::arg("lifted"), py::arg("lifted_slots"), py::arg("input_slots"), py::arg("steps"),
            py::arg("output_slots"), py::arg("n_slots"))
-      .def("run", [](const GraphInterpreter& g, const std::vector<at::Tensor>& inputs) {
+      .def("run", [](const GraphInterpreter& g, const std::vector<std::variant<at::Tensor, int64_t>>& inputs) {
+        std::vector<c10::IValue> values;  // tensors, and ints for size arguments
+        values.reserve(inputs.size());
+        for (const auto& v : inputs) {
+          values.push_back(std::holds_alternative<int64_t>(v) ? c10::IValue(std::get<int64_t>(v))
+                                                              : c10::IValue(std::get<at::Tensor>(v)));
+        }
         py::gil_scoped_release no_gil;
-        return g.run(inputs);
+        return g.run(values);
       })
       .def_property_readonly("num_steps", &GraphInterpreter::num_steps);
 }

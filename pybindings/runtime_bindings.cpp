@@ -2,11 +2,15 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <variant>
+
 #include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
 #include "../extension/runtime/blob_reader.h"
 #include "../extension/runtime/blob_to_python.h"
 #include "../extension/runtime/delegate_handle.h"
+#include "../extension/runtime/executor_choice.h"
 #include "../extension/runtime/placement_plan.h"
 #include "../extension/runtime/plan_recorder.h"
 #include "../extension/runtime/pointer_residence.h"
@@ -41,11 +45,21 @@ std::vector<ArgumentInfo> argument_infos(const std::vector<TensorDescriptor>& de
   return out;
 }
 
+// Delegate arguments as ExecuTorch passes them: tensors (descriptors) and sizes (ints).
+std::vector<ArgumentInfo> argument_infos(const std::vector<std::variant<TensorDescriptor, int64_t>>& arguments) {
+  std::vector<ArgumentInfo> out;
+  for (const auto& a : arguments) {
+    out.push_back(std::holds_alternative<int64_t>(a) ? size_argument_info(std::get<int64_t>(a))
+                                                      : argument_info(*std::get<TensorDescriptor>(a).tensor));
+  }
+  return out;
+}
+
 } // namespace
 
 void bind_runtime(py::module_& m) {
   py::class_<TensorPlacement>(m, "TensorPlacement", "One input's or output's placement decision.")
-      .def_property_readonly("role", [](const TensorPlacement& p) { return p.role == IoRole::Input ? "input" : "output"; })
+      .def_property_readonly("role", [](const TensorPlacement& p) { return role_name(p.role); })
       .def_readonly("index", &TensorPlacement::index)
       .def_property_readonly("action", [](const TensorPlacement& p) { return placement_name(p.action); })
       .def_property_readonly("source", [](const TensorPlacement& p) { return executorch_to_torch_device(p.from); })
@@ -54,7 +68,7 @@ void bind_runtime(py::module_& m) {
       .def_readonly("data_ptr", &TensorPlacement::address)
       .def_readonly("reason", &TensorPlacement::reason)
       .def("__repr__", [](const TensorPlacement& p) {
-        return std::string("<") + (p.role == IoRole::Input ? "input " : "output ") + std::to_string(p.index) + ": " +
+        return std::string("<") + role_name(p.role) + " " + std::to_string(p.index) + ": " +
                placement_name(p.action) + " " + device_str(p.from) + " -> " + device_str(p.to) + ">";
       });
 
@@ -62,6 +76,8 @@ void bind_runtime(py::module_& m) {
                                                             "Per call: share, copy or reject each input and output.")
       .def_readonly("executor", &PlacementPlan::executor)
       .def_readonly("executor_detail", &PlacementPlan::executor_detail)
+      .def_readonly("executor_reason", &PlacementPlan::executor_reason,
+                    "Why not TensorRT, and why not the recorded GPU; empty when TensorRT runs.")
       .def_property_readonly("execution_device",
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
@@ -102,8 +118,33 @@ void bind_runtime(py::module_& m) {
       py::arg("code"), "ExecuTorch ScalarType code -> torch dtype (raises UnsupportedDtypeError).");
 
   m.def(
+      "fallback_policy", []() { return std::string(fallback_policy_name(fallback_policy())); },
+      "ET_TENSORRT_FALLBACK as the delegate reads it: 'pytorch' or 'error' (ValueError for any other value).");
+  m.def("cuda_device_count", &cuda_device_count, "CUDA devices the delegate sees (0 with a CPU-only torch).");
+  m.def(
+      "create_executor",
+      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices) {
+        // The delegate's own choice, for drivers without a .pte (fuzzers, tests that fake a GPU).
+        py::buffer_info info;
+        const std::string_view bytes = bytes_view(blob_bytes, info);
+        const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
+        ExecutorChoice choice;
+        py::object executor = create_executor(blob, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                              cuda_devices.value_or(cuda_device_count()), choice);
+        py::dict out;
+        out["executor"] = choice.executor;
+        out["device"] = executorch_to_torch_device(choice.device);
+        out["recorded_device"] = executorch_to_torch_device(choice.recorded_device);
+        out["reason"] = choice.reason;
+        return py::make_tuple(executor, out);
+      },
+      py::arg("blob"), py::arg("cuda_devices") = py::none(),
+      "The executor the delegate would build for this blob and its choice (executor, device, recorded_device, "
+      "reason). `cuda_devices` overrides the CUDA device count the choice is made with.");
+
+  m.def(
       "plan_placement",
-      [](const py::buffer& blob_bytes, const std::vector<TensorDescriptor>& inputs,
+      [](const py::buffer& blob_bytes, const std::vector<std::variant<TensorDescriptor, int64_t>>& inputs,
          const std::vector<TensorDescriptor>& outputs, const c10::Device& execution_device,
          const std::string& executor, bool writes_in_place) {
         py::buffer_info info;
@@ -115,7 +156,8 @@ void bind_runtime(py::module_& m) {
       },
       py::arg("blob"), py::arg("inputs"), py::arg("outputs"), py::arg("execution_device"),
       py::arg("executor") = "tensorrt", py::arg("writes_in_place") = true,
-      "The plan the delegate would compute for these descriptors (moves no data).");
+      "The plan the delegate would compute for these arguments: descriptors, and ints for size arguments "
+      "(moves no data).");
 
   m.def(
       "_relabel",

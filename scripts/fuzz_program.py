@@ -20,7 +20,7 @@ programs, as format 2 and as format 1) by one structured mutation:
                   entries, compressed entries, unknown or traversing names, or its model JSON mutated
                   as above.
 
-Every input goes through the runtime's own path: ``_C.parse_blob`` then ``executors.create_executor``
+Every input goes through the runtime's own path: ``_C.parse_blob`` then ``executors.create_executor`` (the delegate's choice)
 (no GPU: the PyTorch executor, i.e. the safe loader) and, when it loads, one run on inputs shaped by the
 I/O table. Contract: parse and load either succeed or raise BlobFormatError / ProgramRefusedError (any
 other exception is a *violation*, counted and failing the run); no crash, no hang, no code from the file
@@ -156,7 +156,7 @@ EXPR_TOKENS = [
 def seed_blobs(artifacts: Path, models: str) -> list[tuple[str, bytes]]:
     """(name, blob) for every seed program's delegate, as format 2 and as format 1."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    sys.path.insert(0, str(ROOT / "tests" / "security"))
+    sys.path.insert(0, str(ROOT / "tests"))
     import crafted
     from fuzz_pte import build_seeds
 
@@ -416,7 +416,7 @@ def load_and_run(blob: bytes) -> str:
     except BlobFormatError:
         return "blob refused"
     try:
-        executor = executors.create_executor(parsed)
+        executor, _ = executors.create_executor(blob)
     except ProgramRefusedError:
         return "program refused"
     except BlobFormatError:
@@ -483,7 +483,7 @@ def parent(args) -> int:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT / "scripts"))
-    sys.path.insert(0, str(ROOT / "tests" / "security"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from fuzz_children import add_child_arguments
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

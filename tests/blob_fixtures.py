@@ -157,7 +157,9 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "io_entry_count_too_big": (_with_io(struct.pack("<I", 2) + _io_entry_raw()), "ends early"),
         "io_entry_cut_in_dims": (_with_io(one_entry[:-5]), "ends early"),
         "io_trailing_bytes": (_with_io(one_entry + b"\0"), "trailing"),
-        "io_unknown_role": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=2)), "role"),
+        "io_unknown_role": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=3)), "role"),
+        "io_size_rank_2": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=2, dtype=4, dims=((1, 1, 1),) * 2)), "rank 2"),
+        "io_size_float": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=2, dtype=6)), "int64"),
         "io_unknown_device": (_with_io(struct.pack("<I", 1) + _io_entry_raw(dev_type=3)), "device type"),
         "io_unknown_dtype": (_with_io(struct.pack("<I", 1) + _io_entry_raw(dtype=200)), "dtype code"),
         "io_rank_too_big": (_with_io(struct.pack("<I", 1) + _io_entry_raw(dims=((1, 1, 1),) * 17)), "rank"),
@@ -208,3 +210,15 @@ def write_fixture_files(directory) -> list[Path]:
         path.write_bytes(data)
         paths.append(path)
     return paths
+
+
+def corrupt_delegate_magic(pte: bytes, which: int = 0) -> bytes:
+    """The same program with the magic of its ``which``-th delegate blob overwritten (``ETRT`` -> ``XTRT``)."""
+    from et_tensorrt.inspection import delegate_blobs
+
+    blobs = delegate_blobs(pte)
+    assert blobs, "no delegate blob inside this program"
+    at = pte.index(blobs[which])
+    data = bytearray(pte)
+    data[at] = ord("X")
+    return bytes(data)

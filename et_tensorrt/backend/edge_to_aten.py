@@ -14,8 +14,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from et_tensorrt.backend.op_rewrites import Rewriter, lift_constants, rewrite
 from et_tensorrt.errors import EngineBuildError
-from et_tensorrt.partition.supported_ops import ADAPTIVE_POOLING, adaptive_pool_window
 
 
 # Targets the rewrites below write in themselves (beyond an edge op's own aten op, its view form from
@@ -62,7 +62,6 @@ def _rewrite_node(node: torch.fx.Node) -> None:
         node.target = _view_op(target._op)
     _spell_out_reductions(node)
     _cast_input_first(node)
-    _adaptive_to_plain_pooling(node)
 
 
 def _spell_out_reductions(node: torch.fx.Node) -> None:
@@ -99,7 +98,7 @@ def _spell_out_reductions(node: torch.fx.Node) -> None:
 _DTYPE_ARG_POSITION = {
     torch.ops.aten.mean.dim: None, torch.ops.aten.mean.default: None,
     torch.ops.aten.sum.dim_IntList: None, torch.ops.aten.sum.default: None,
-    torch.ops.aten.softmax.int: 2, torch.ops.aten.log_softmax.int: 2,
+    torch.ops.aten.softmax.int: 2, torch.ops.aten.log_softmax.int: 2, torch.ops.aten.cumsum.default: None,
 }
 
 
@@ -124,22 +123,6 @@ def _cast_input_first(node: torch.fx.Node) -> None:
         cast.meta["val"] = val.to(dtype)
         args[0] = cast
     node.args, node.kwargs = tuple(args), kwargs
-
-
-def _adaptive_to_plain_pooling(node: torch.fx.Node) -> None:
-    """Adaptive pooling with equal windows -> the plain pooling it equals (the partitioner delegates no
-    other kind, see ``adaptive_pool_window``): ONNX has no adaptive pooling, TensorRT has plain pooling.
-    Max pooling keeps its (values, indices) pair; indices are flat positions in the input in both."""
-    plain = ADAPTIVE_POOLING.get(str(node.target))
-    if plain is None:
-        return
-    window = adaptive_pool_window(node)
-    if window is None:
-        raise EngineBuildError(f"{node.name}: adaptive pooling with unequal windows cannot be converted")
-    kernel, stride = window
-    packet, overload = plain.split(".")[1:]
-    node.target = getattr(getattr(torch.ops.aten, packet), overload)
-    node.args, node.kwargs = (node.args[0], list(kernel), list(stride)), {}
 
 
 def _squeezes_nothing(node: torch.fx.Node, val: torch.Tensor) -> bool:
@@ -181,19 +164,87 @@ def _used_ranges(gm: torch.fx.GraphModule, ranges: dict) -> dict:
 def edge_to_aten(edge_program: ExportedProgram) -> ExportedProgram:
     """An aten ``ExportedProgram`` computing what ``edge_program`` computes (the input is not modified)."""
     gm = copy.deepcopy(edge_program.graph_module)
-    for node in gm.graph.nodes:
+    signature = copy.deepcopy(edge_program.graph_signature)
+    constants = dict(edge_program.constants)
+    user = {s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT}
+    rewriter = Rewriter(gm, user)
+    for node in list(gm.graph.nodes):
         if node.op == "call_function":
             _rewrite_node(node)
+            rewrite(node, rewriter)
+    lift_constants(rewriter, signature, constants)
     gm.graph.lint()
     gm.recompile()
     return ExportedProgram(
         root=gm,
         graph=gm.graph,
-        graph_signature=copy.deepcopy(edge_program.graph_signature),
+        graph_signature=signature,
         state_dict=dict(edge_program.state_dict),
         range_constraints=_used_ranges(gm, edge_program.range_constraints),
         module_call_graph=copy.deepcopy(edge_program.module_call_graph),
-        constants=dict(edge_program.constants),
+        constants=constants,
+    )
+
+
+def _host_device(value):
+    if isinstance(value, torch.device) and value.type != "cpu":
+        return torch.device("cpu")
+    return value
+
+
+def _host_val(val):
+    if isinstance(val, torch.Tensor):
+        return val if val.device.type == "cpu" else val.to("cpu")
+    if isinstance(val, (list, tuple)):
+        return type(val)(_host_val(v) for v in val)
+    return val
+
+
+def _host_tensor(t):
+    if not isinstance(t, torch.Tensor) or t.device.type == "cpu":
+        return t
+    moved = t.detach().to("cpu")
+    return torch.nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) else moved
+
+
+def is_on_host(ep: ExportedProgram) -> bool:
+    """Every tensor the program records, every device argument and every weight is on the host."""
+    for node in ep.graph.nodes:
+        vals = node.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else [vals]:
+            if isinstance(v, torch.Tensor) and v.device.type != "cpu":
+                return False
+        devices = []
+        torch.fx.node.map_aggregate((node.args, node.kwargs), lambda a: devices.append(a) if isinstance(a, torch.device) else a)
+        if any(d.type != "cpu" for d in devices):
+            return False
+    tensors = list(ep.state_dict.values()) + list(ep.constants.values())
+    return all(t.device.type == "cpu" for t in tensors if isinstance(t, torch.Tensor))
+
+
+def on_host(ep: ExportedProgram) -> ExportedProgram:
+    """The same computation with every tensor on the host: recorded devices, device arguments (a factory's
+    ``device=cuda:0``) and weights. ONNX and TensorRT engines carry no device, so a partition of a program
+    exported with CUDA tensors is exported (and validated, and embedded for the PyTorch fallback, which
+    moves it to its execution device) from its host form: tracing it never mixes the recorded device with
+    host example inputs or host weights. The engine's I/O devices are recorded from ``ep`` itself."""
+    if is_on_host(ep):
+        return ep
+    gm = copy.deepcopy(ep.graph_module)
+    for node in gm.graph.nodes:
+        if "val" in node.meta:
+            node.meta["val"] = _host_val(node.meta["val"])
+        node.args = torch.fx.node.map_aggregate(node.args, _host_device)
+        node.kwargs = torch.fx.node.map_aggregate(node.kwargs, _host_device)
+    gm.recompile()
+    return ExportedProgram(
+        root=gm,
+        graph=gm.graph,
+        graph_signature=copy.deepcopy(ep.graph_signature),
+        state_dict={k: _host_tensor(v) for k, v in ep.state_dict.items()},
+        range_constraints=dict(ep.range_constraints),
+        module_call_graph=copy.deepcopy(ep.module_call_graph),
+        constants={k: _host_tensor(v) for k, v in ep.constants.items()},
     )
 
 

@@ -30,7 +30,10 @@ class BuildSettings:
             "target_archs": list(self.target_archs),
             "workspace_bytes": self.workspace_bytes,
             "strip_weights": self.strip_weights,
-            "profiles": {i.name: [[d.min, d.opt, d.max] for d in i.dims] for i in export.inputs},
+            "profiles": [
+                {i.name: [[d.min, d.opt, d.max] for d in dims] for i, dims in zip(export.engine_inputs, shapes)}
+                for shapes in profile_shapes(export)
+            ],
         }
 
 
@@ -40,6 +43,21 @@ class BuildResult:
     cache_key: str
     cache_hit: bool
     seconds: float
+
+
+def profile_shapes(export: OnnxExport) -> list[list[tuple]]:
+    """Per optimization profile, per engine input: its dims' ranges (a size input: its value's range, as the
+    one-element range list of a 0-d shape input)."""
+    shapes = []
+    for p in range(export.profile_count):
+        row = []
+        for info in export.engine_inputs:
+            if info.is_size:
+                row.append((info.profiles[p] if info.profiles else info.value,))
+            else:
+                row.append(tuple(info.profiles[p]) if info.profiles else info.dims)
+        shapes.append(row)
+    return shapes
 
 
 def _dtype_names(dtype) -> set:
@@ -96,7 +114,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
 
     # The network must take/return exactly what the partition does (catches silent narrowing).
     for kind, count, get, infos in (
-        ("input", network.num_inputs, network.get_input, export.inputs),
+        ("input", network.num_inputs, network.get_input, export.engine_inputs),
         ("output", network.num_outputs, network.get_output, export.outputs),
     ):
         if count != len(infos):
@@ -126,7 +144,8 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
         for i, arch in enumerate(settings.target_archs):
             if not config.set_compute_capability(trt.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
-    shape_inputs = [info.name for i, info in enumerate(export.inputs) if network.get_input(i).is_shape_tensor]
+    inputs = export.engine_inputs
+    shape_inputs = [info.name for i, info in enumerate(inputs) if network.get_input(i).is_shape_tensor and not info.is_size]
     if shape_inputs:
         raise EngineBuildError(
             f"partition input(s) {', '.join(shape_inputs)} set a shape by their values (TensorRT shape tensors), "
@@ -135,14 +154,20 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     # The ONNX exporter may leave a dim symbolic that the partition records as static (a size it re-derives
     # from other inputs): TensorRT then needs a profile too, pinned to the recorded size.
     network_dynamic = any(-1 in tuple(network.get_input(i).shape) for i in range(network.num_inputs))
-    if network_dynamic or any(not d.is_static for info in export.inputs for d in info.dims):
-        profile = builder.create_optimization_profile()
-        for info in export.inputs:
-            mins = tuple(d.min for d in info.dims)
-            opts = tuple(d.opt for d in info.dims)
-            maxs = tuple(d.max for d in info.dims)
-            profile.set_shape(info.name, mins, opts, maxs)
-        config.add_optimization_profile(profile)
+    dynamic = any(not d.is_static for info in inputs for d in info.dims) or any(i.is_size for i in inputs)
+    if network_dynamic or dynamic:
+        for shapes in profile_shapes(export):  # one TensorRT optimization profile each
+            profile = builder.create_optimization_profile()
+            for i, (info, dims) in enumerate(zip(inputs, shapes)):
+                if info.is_size:
+                    (value,) = dims
+                    if network.get_input(i).is_shape_tensor:  # a 0-d int64 whose value sets shapes
+                        profile.set_shape_input(info.name, [value.min], [value.opt], [value.max])
+                    profile.set_shape(info.name, (), (), ())
+                    continue
+                profile.set_shape(info.name, tuple(d.min for d in dims), tuple(d.opt for d in dims),
+                                  tuple(d.max for d in dims))
+            config.add_optimization_profile(profile)
 
     serialized = builder.build_serialized_network(network, config)
     if serialized is None or serialized.nbytes == 0:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import List
 
+import torch
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
@@ -25,9 +26,10 @@ from torch.export import ExportedProgram
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import blob as blob_mod
 from et_tensorrt import trt
-from et_tensorrt.backend.edge_to_aten import edge_to_aten
+from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_nodes, user_output_nodes
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64
+from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.validation import ValidationInconclusive, validate as validate_onnx
 from et_tensorrt.embedded_program import serialize_program
 from et_tensorrt.errors import EngineBuildError
@@ -65,20 +67,24 @@ def record_exports():
         _recorders.remove(exports)
 
 
-def _io_entries(export) -> list:
+def _io_entries(export, engine_built: bool = True) -> list:
+    """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
+    range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
     entries = []
-    for role, infos, engine_dims in (
-        (blob_mod.ROLE_INPUT, export.inputs, True),
-        (blob_mod.ROLE_OUTPUT, export.outputs, True),
-    ):
+    for role, infos in ((blob_mod.ROLE_INPUT, export.inputs), (blob_mod.ROLE_OUTPUT, export.outputs)):
         for info in infos:
+            if info.is_size:
+                value = (info.value,) if engine_built else info.declared_dims
+                entries.append(blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64),
+                                                value))
+                continue
             dev_type, dev_index = blob_mod.device_code(info.device)
             entries.append(
                 blob_mod.IOEntry(
                     role=role,
                     name=info.name,
                     dtype=blob_mod.scalar_type_code(info.dtype),
-                    dims=info.dims if engine_dims else info.declared_dims,
+                    dims=info.dims if engine_built else info.declared_dims,
                     device_type=dev_type,
                     device_index=dev_index,
                 )
@@ -108,6 +114,26 @@ def _verify_refit(export, data: bytes) -> None:
     verify_refit_map(export.model_bytes, blob.refit_entries, tensors, blob.refit_map, [w.name for w in blob.weights])
 
 
+def _record_devices(export, recorded: ExportedProgram) -> None:
+    """The engine's I/O devices as the partition recorded them (the export ran on the host form)."""
+    values = [n.meta["val"] for n in user_input_nodes(recorded)] + [
+        o.meta["val"] for o in user_output_nodes(recorded) if isinstance(o, torch.fx.Node)
+    ]
+    for info, val in zip(export.inputs + export.outputs, values):
+        if isinstance(val, torch.Tensor):  # a size input (a SymInt passed by value) has no device
+            info.device = val.device
+
+
+def _profiles_metadata(export) -> list:
+    """Per optimization profile: engine input name -> [[min, opt, max], ...] (informational)."""
+    from et_tensorrt.backend.engine_builder import profile_shapes
+
+    return [
+        {info.name: [[d.min, d.opt, d.max] for d in dims] for info, dims in zip(export.engine_inputs, shapes)}
+        for shapes in profile_shapes(export)
+    ]
+
+
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
@@ -133,7 +159,10 @@ class EtTensorRTBackend(BackendDetails):
         stats["partitions"] += 1
         n_nodes = sum(1 for n in edge_program.graph.nodes if n.op == "call_function")
 
-        aten_ep = edge_to_aten(edge_program)
+        recorded = edge_to_aten(edge_program)
+        # ONNX, validation and the embedded program use one device, the host (see on_host); the blob's I/O
+        # table keeps the devices the program recorded.
+        aten_ep = on_host(recorded)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -145,9 +174,13 @@ class EtTensorRTBackend(BackendDetails):
         }
 
         t0 = time.perf_counter()
-        export = export_onnx(aten_ep, precision, build.unbounded_max_factor)
+        dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
+        export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
+        _record_devices(export, recorded)
         onnx_s = time.perf_counter() - t0
         metadata.update(onnx_opset=export.opset, onnx_seconds=round(onnx_s, 3), profile_max_picked=export.picked_max)
+        if export.profile_count > 1 or any(i.is_size for i in export.inputs):
+            metadata["optimization_profiles"] = _profiles_metadata(export)
         if export.picked_max:
             logger.info("%s: unbounded dynamic dims built up to %s (compile spec %s)", label, export.picked_max, UNBOUNDED_MAX_FACTOR)
 
@@ -191,12 +224,7 @@ class EtTensorRTBackend(BackendDetails):
             graph, weights = None, []  # the smallest blob: runs only where the engine deserializes
         elif engine is None and build.weights != "both":
             metadata["weights_mode_dropped"] = f"{build.weights}: no engine was built, the program is kept"
-        io_entries = _io_entries(export)
-        if engine is None:  # no engine: record the program's declared ranges (unbounded stays -1)
-            io_entries = [
-                blob_mod.IOEntry(e.role, e.name, e.dtype, info.declared_dims, e.device_type, e.device_index)
-                for e, info in zip(io_entries, export.inputs + export.outputs)
-            ]
+        io_entries = _io_entries(export, engine_built=engine is not None)
         data = blob_mod.write_blob(
             io_entries,
             engine=engine,

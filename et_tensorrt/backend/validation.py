@@ -2,8 +2,9 @@
 tolerances of ``et_tensorrt.parity`` for the build precision.
 
 Random integers must be inputs the partition accepts: an index input gets values inside the dim it
-indexes (the ONNX Gather of an out-of-range index fails), any other integer input nonzero values of
-both signs (an integer division by zero raises in PyTorch; negative values tell floor from truncating
+indexes (the ONNX Gather of an out-of-range index fails), also when it reaches its indexing op through
+views, casts or a ``where`` (``input_ids.view(-1, n)`` feeding an embedding), any other integer input
+nonzero values of both signs (an integer division by zero raises in PyTorch; negative values tell floor from truncating
 division). When PyTorch still cannot compute the reference, the check is inconclusive: ``validate``
 raises ``ValidationInconclusive`` and the caller warns instead of refusing the engine.
 """
@@ -11,8 +12,8 @@ raises ``ValidationInconclusive`` and the caller warns instead of refusing the e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
+import numpy as np
 import torch
 from torch.export import ExportedProgram
 
@@ -39,12 +40,40 @@ def _indexed_dims(data: torch.fx.Node, dims) -> list:
     return [_size(val.shape[d]) for d in dims if -val.dim() <= d < val.dim()] or [1]
 
 
-def _index_bound(node: torch.fx.Node) -> Optional[int]:
+_aten = torch.ops.aten
+# Ops whose output holds values of their first argument unchanged (moved, repeated, re-typed): an index
+# read through them is still an index.
+_PASSING_VALUES = {
+    _aten.view.default, _aten.reshape.default, _aten._unsafe_view.default, _aten.unsqueeze.default,
+    _aten.squeeze.dim, _aten.squeeze.dims, _aten.squeeze.default, _aten.expand.default, _aten.permute.default,
+    _aten.transpose.int, _aten.t.default, _aten.clone.default, _aten.contiguous.default, _aten.alias.default,
+    _aten.flatten.using_ints, _aten.select.int, _aten.slice.Tensor, _aten._to_copy.default, _aten.repeat.default,
+}
+
+
+def _passes_values(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether ``user``'s output holds values of ``node`` unchanged."""
+    args = user.args
+    if user.target in _PASSING_VALUES:
+        return bool(args) and args[0] is node
+    if user.target is _aten.where.self:  # where(cond, a, b): a and b pass through (the rewrite of i < 0)
+        return node in args[1:3]
+    if user.target is _aten.cat.default:
+        return node in args[0]
+    return False
+
+
+def _index_bound(node: torch.fx.Node, depth: int = 0) -> int | None:
     """The exclusive upper bound for an integer input used as an index (None: not an index)."""
     aten = torch.ops.aten
     bounds = []
     for user in node.users:
         args = user.args
+        if depth < 16 and _passes_values(user, node):
+            bound = _index_bound(user, depth + 1)
+            if bound is not None:
+                bounds.append(bound)
+            continue
         if user.target in (aten.index_select.default, aten.gather.default) and len(args) > 2 and args[2] is node:
             bounds += _indexed_dims(args[0], [args[1]])
         elif user.target is aten.embedding.default and len(args) > 1 and args[1] is node:
@@ -59,10 +88,14 @@ def _index_bound(node: torch.fx.Node) -> Optional[int]:
 
 
 def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) -> tuple:
-    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc)."""
+    """Random inputs of the profile's opt shapes that the partition accepts (see the module doc); size
+    arguments get their opt value."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     for node, info in zip(user_input_nodes(ep), export.inputs):
+        if info.is_size:  # a size argument: its opt value (the tensors below are built for it)
+            out.append(info.value.opt)
+            continue
         shape, dt = [r.opt for r in info.dims], info.dtype
         if dt.is_floating_point:
             out.append(torch.randn(shape, generator=gen, dtype=torch.float32).to(dt))
@@ -77,9 +110,9 @@ def validation_inputs(ep: ExportedProgram, export: OnnxExport, seed: int = 0) ->
     return tuple(out)
 
 
-def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[torch.Tensor]:
     """The exported ONNX run by onnxruntime on the host, one tensor per output (ValidationError when
-    onnxruntime cannot run it on these inputs)."""
+    onnxruntime cannot run it on these inputs). A size argument is an int."""
     import onnxruntime as ort
 
     if len(inputs) != len(export.inputs):
@@ -91,6 +124,10 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor]) -> list[torch.T
         wanted = {i.name for i in session.get_inputs()}  # an input the graph does not read may be dropped
         feeds = {}
         for info, value in zip(export.inputs, inputs, strict=True):
+            if info.is_size:  # fed as a 0-d int64 when the engine takes it, else computed from shapes
+                if info.bound:
+                    feeds[info.name] = np.array(value, dtype=np.int64)
+                continue
             if value.dtype == torch.bfloat16:
                 raise ValidationError("bf16 inputs cannot be fed to onnxruntime")
             if info.name in wanted:

@@ -1,6 +1,6 @@
 """Conformance of the et_tensorrt delegate against ExecuTorch's backend test suite.
 
-* :mod:`.tester` - a harness ``Tester`` that lowers through ``TensorRTPartitioner``;
+* the suite's tester is :class:`et_tensorrt.testing.Tester` (lowers through ``TensorRTPartitioner``);
 * :mod:`.flow` - the ``et_tensorrt`` ``TestFlow`` (``min_block_size=1``);
 * :mod:`.pytest_plugin` - ``-p et_tensorrt.conformance.pytest_plugin`` adds the flow to the suite.
 

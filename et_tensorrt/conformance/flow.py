@@ -28,12 +28,26 @@ BACKEND_NAME = "et_tensorrt"
 FLOW_PARTITIONER_OPTIONS: Mapping[str, Any] = {"min_block_size": 1}
 
 
-def make_tester(module, example_inputs, dynamic_shapes=None, **kwargs):
-    """``TestFlow.tester_factory``: the suite calls it as ``factory(model, inputs)``."""
-    from .tester import Tester  # imports et_tensorrt (and its native module) on first use only
+def make_tester(module, example_inputs, dynamic_shapes=None, **options):
+    """``TestFlow.tester_factory``: the suite calls it as ``factory(model, inputs)``.
 
-    kwargs.setdefault("partitioner_options", dict(FLOW_PARTITIONER_OPTIONS))
-    return Tester(module, example_inputs, dynamic_shapes=dynamic_shapes, **kwargs)
+    The one :class:`et_tensorrt.testing.Tester`, as every suite flow builds its tester: strict export and the
+    harness's edge config (IR validity not checked); ``options`` are :func:`et_tensorrt.lower`'s (default:
+    the flow's partitioner options), zero-copy inputs as ``lower`` plans them.
+    """
+    from executorch.exir import EdgeCompileConfig
+
+    from ..testing.tester import Tester  # imports et_tensorrt (and its native module) on first use only
+
+    options = options or dict(FLOW_PARTITIONER_OPTIONS)
+    return Tester(
+        module,
+        example_inputs,
+        dynamic_shapes,
+        edge_compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        strict_export=True,
+        **options,
+    )
 
 
 def make_flow(
@@ -43,14 +57,18 @@ def make_flow(
     **flow_kwargs: Any,
 ) -> TestFlow:
     """A ``TestFlow`` for our delegate; ``partitioner_options`` replace the flow defaults, ``build_options``
-    become the partitioners' compile specs."""
+    become the partitioners' compile specs (a ``compile_specs`` entry among ``partitioner_options`` is read as
+    build options too)."""
     options = dict(FLOW_PARTITIONER_OPTIONS if partitioner_options is None else partitioner_options)
+    specs = options.pop("compile_specs", None)
+    if specs:
+        build_options = BuildOptions.from_specs({**specs, **(build_options.to_specs() if build_options else {})})
     if build_options is not None:
-        options["compile_specs"] = {**options.get("compile_specs", {}), **build_options.to_specs()}
+        options["build_options"] = build_options
     return TestFlow(
         name=name,
         backend=BACKEND_NAME,
-        tester_factory=functools.partial(make_tester, partitioner_options=options),
+        tester_factory=functools.partial(make_tester, **options),
         is_delegated=True,
         **flow_kwargs,
     )

@@ -3,7 +3,7 @@
 A partition's aten program holds only what the partitioner delegates (``supported_ops.SUPPORTED_OPS``)
 after ``edge_to_aten`` rewrote it: an edge op becomes its aten op or that op's view form (``_view_op``),
 adaptive pooling becomes plain pooling (``ADAPTIVE_POOLING``), and the rewrites write a few targets of
-their own (``REWRITE_TARGETS``). That set, minus any op that could address memory it was not given
+their own (``edge_to_aten.REWRITE_TARGETS``, ``op_rewrites.TARGETS``). That set, minus any op that could address memory it was not given
 (``as_strided``-like views, storage or size surgery) or mutate its inputs, is the allowlist; every
 other target in a file is refused by name, before torch resolves it to anything.
 """
@@ -49,13 +49,15 @@ def unsafe_reason(op: torch._ops.OpOverload) -> str | None:
 @lru_cache(maxsize=None)
 def allowed_targets() -> frozenset[str]:
     """Serialized target strings (``torch.ops.aten.add.Tensor``, ``_operator.mul``) an embedded program may use."""
+    from et_tensorrt.backend import op_rewrites
     from et_tensorrt.backend.edge_to_aten import REWRITE_TARGETS, _view_op
-    from et_tensorrt.partition.supported_ops import ADAPTIVE_POOLING, SUPPORTED_OPS
+    from et_tensorrt.partition.argument_limits import ADAPTIVE_POOLING
+    from et_tensorrt.partition.supported_ops import SUPPORTED_OPS
 
-    names = set(SUPPORTED_OPS) | set(ADAPTIVE_POOLING.values()) | set(REWRITE_TARGETS)
+    names = set(SUPPORTED_OPS) | set(ADAPTIVE_POOLING.values()) | set(REWRITE_TARGETS) | set(op_rewrites.TARGETS)
     out = set()
     for name in names:
-        if name.startswith("_operator."):  # SymInt arithmetic, serialized by its Python name
+        if name.startswith(("_operator.", "torch.sym_")):  # SymInt arithmetic, serialized by its Python name
             out.add(name)
             continue
         op = _resolve(name)

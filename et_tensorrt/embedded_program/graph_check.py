@@ -304,8 +304,11 @@ def check_graph(graph) -> None:
         refuse("graph", "is not a graph")
     for i, arg in enumerate(_list(graph.inputs, "graph inputs")):
         kind, value = _union(arg, S.Argument, f"graph input {i}")
+        if kind == "as_sym_int":  # a size argument (docs/dynamic-shapes.md)
+            _sym_arg(value, S.SymIntArgument, f"graph input {i}")
+            continue
         if kind != "as_tensor":
-            refuse(f"graph input {i}", f"kind {kind!r} is refused (a delegate's inputs are tensors)")
+            refuse(f"graph input {i}", f"kind {kind!r} is refused (a delegate's inputs are tensors and sizes)")
         _tensor_arg(value, f"graph input {i}")
     for i, arg in enumerate(_list(graph.outputs, "graph outputs")):
         kind, value = _union(arg, S.Argument, f"graph output {i}")
@@ -341,9 +344,12 @@ def check_signature(sig) -> None:
         where = f"input spec {i} ({kind})"
         if kind == "user_input":
             k, v = _union(value.arg, S.Argument, where)
-            if k != "as_tensor":
-                refuse(where, f"kind {k!r} is refused (a delegate's inputs are tensors)")
-            _tensor_arg(v, where)
+            if k == "as_sym_int":  # a size argument
+                _sym_arg(v, S.SymIntArgument, where)
+            elif k != "as_tensor":
+                refuse(where, f"kind {k!r} is refused (a delegate's inputs are tensors and sizes)")
+            else:
+                _tensor_arg(v, where)
         elif kind in ("parameter", "buffer", "tensor_constant"):
             _tensor_arg(value.arg, where)
             check_path(getattr(value, _TARGET_FIELD[kind]), where)

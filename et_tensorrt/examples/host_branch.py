@@ -8,8 +8,8 @@ Where the host branch shows depends on how the model is exported (the placement 
 :mod:`et_tensorrt.partition`):
 
 * exported on the host (:func:`export_on_host`, ExecuTorch's usual way, works anywhere) the graph is
-  *unplaced*: ``.to("cpu")`` moves nothing, so placement refuses nothing. ``cumsum`` still stays on
-  the host, because it is not in the supported-op table, and a user can keep more ops there with
+  *unplaced*: ``.to("cpu")`` moves nothing, so placement refuses nothing, and every op here is in the
+  supported table. The host branch stays on the host because the user keeps it there with
   ``torch_executed_ops`` (:data:`TORCH_EXECUTED_OPS`).
 * exported with device tensors (:func:`export_placed`, here with fake cuda tensors so that it needs
   no GPU; analysis only, fake tensors hold no data) the graph is *placed*: the ``.to("cpu")`` and
@@ -25,8 +25,8 @@ HIDDEN = 32
 CLASSES = 10
 BATCH = 4
 
-# The op the demo keeps on the host by user choice (a table-supported op: only the option keeps it off).
-TORCH_EXECUTED_OPS = ("aten.sigmoid.default",)
+# The ops the demo keeps on the host by user choice (table-supported ops: only the option keeps them off).
+TORCH_EXECUTED_OPS = ("aten.sigmoid.default", "aten.cumsum.default")
 
 
 class HostBranchNet(torch.nn.Module):

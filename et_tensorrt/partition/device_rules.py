@@ -6,12 +6,12 @@ exported with. See the package docstring for the placed / unplaced rule.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
 
 import torch
 from torch.fx import Node
 
-from .report import Reason
+from .report import Reason, ReasonCode
 from .supported_ops import CAST_OPS, aten_op, op_name
 
 
@@ -23,7 +23,7 @@ def engine_device(target_device) -> torch.device:
     return torch.device("cuda", 0 if device.index is None else device.index)
 
 
-def tensors(val) -> List[torch.Tensor]:
+def tensors(val) -> list[torch.Tensor]:
     """The tensors in a ``meta["val"]`` (a tensor, or a list/tuple of them; SymInts are skipped)."""
     if isinstance(val, torch.Tensor):
         return [val]
@@ -94,7 +94,7 @@ def cast_devices(node: Node):
     return None if same else (src, target)
 
 
-def cast_refusal(node: Node, engine: torch.device) -> Optional[Reason]:
+def cast_refusal(node: Node, engine: torch.device) -> Reason | None:
     """Rule 2: a cast whose device argument moves data off the engine's device.
 
     A TensorRT engine cannot produce a host tensor; absorbing the cast would drop its device.
@@ -104,10 +104,10 @@ def cast_refusal(node: Node, engine: torch.device) -> Optional[Reason]:
     change = cast_devices(node)
     if change is None or on_engine(change[1], engine):
         return None
-    return Reason("cast:device-change", f"{change[0]} -> {change[1]}")
+    return Reason(ReasonCode.CAST_DEVICE_CHANGE, f"{change[0]} -> {change[1]}")
 
 
-def placement_refusal(node: Node, engine: torch.device, placed: bool) -> Optional[Reason]:
+def placement_refusal(node: Node, engine: torch.device, placed: bool) -> Reason | None:
     """Rule 1: every output and every tensor input recorded on the engine's device.
 
     Unplaced (host-exported) graphs refuse nothing here; 0-d host inputs never refuse.
@@ -116,13 +116,13 @@ def placement_refusal(node: Node, engine: torch.device, placed: bool) -> Optiona
         return None
     for t in tensors(node.meta.get("val")):
         if not on_engine(t.device, engine):
-            code = "device:host-output" if t.device.type == "cpu" else "device:mismatch"
+            code = ReasonCode.DEVICE_HOST_OUTPUT if t.device.type == "cpu" else ReasonCode.DEVICE_MISMATCH
             return Reason(code, f"output on {t.device}")
     for arg in input_nodes(node):
         for t in tensors(arg.meta.get("val")):
             if on_engine(t.device, engine) or is_host_scalar(t):
                 continue
-            code = "device:host-input" if t.device.type == "cpu" else "device:mismatch"
+            code = ReasonCode.DEVICE_HOST_INPUT if t.device.type == "cpu" else ReasonCode.DEVICE_MISMATCH
             return Reason(code, f"input {arg.name} on {t.device}")
     return None
 

@@ -1,13 +1,11 @@
-"""`TensorRTPartitioner`: tags the nodes a TensorRT engine may run, keeping every recorded device."""
+"""`TensorRTPartitioner`: tags the nodes a TensorRT engine may run, keeping every recorded device; `explain`."""
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import warnings
-from typing import Dict, Iterable, List, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
-import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 from torch.fx import Node
@@ -16,11 +14,14 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 # ExecuTorch finds a backend by BACKEND_ID among BackendDetails' subclasses: importing preprocess registers it.
 from ..backend.preprocess import EtTensorRTBackend  # noqa: F401
-from ..compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
+from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
 from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
-from . import device_rules
-from .report import NodeDecision, PartitionReport, Reason
-from .supported_ops import NON_COMPUTE_OPS, VIEW_OPS, argument_refusal, dtype_refusal, op_name, packet_name, SUPPORTED_OPS
+from . import device_rules, pre_decomposition
+from .argument_limits import argument_refusal
+from .dynamic_dims import declared_ranges, resolve_opt_sizes
+from .report import NodeDecision, PartitionReport, Reason, ReasonCode
+from .size_rule import symbolic_crossings
+from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -42,33 +43,7 @@ def _user_op_names(ops) -> frozenset:
     return frozenset(names)
 
 
-def _is_symbolic(node: Node) -> bool:
-    """A node whose value is a scalar (a SymInt from ``sym_size``, shape arithmetic), not a tensor."""
-    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
-
-
-def _symbolic_crossings(calls: List[Node], tags: Dict[str, str]) -> Dict[str, Reason]:
-    """Scalars may not cross a partition boundary: engines take and return tensors only. A delegated
-    scalar read outside its partition stays on the host (the host computes its own sizes), and so does
-    a delegated node that reads a scalar computed outside its partition."""
-    crossings: Dict[str, Reason] = {}
-    for node in calls:
-        tag = tags.get(node.name)
-        if tag is None:
-            continue
-        if _is_symbolic(node) and any(tags.get(u.name) != tag for u in node.users):
-            crossings[node.name] = Reason(
-                "symbolic-boundary", "a scalar (size) read outside the partition; engines return tensors only"
-            )
-        for source in device_rules.input_nodes(node):
-            if source.op == "call_function" and _is_symbolic(source) and tags.get(source.name) != tag:
-                crossings[node.name] = Reason(
-                    "symbolic-boundary", f"reads {source.name}, a scalar (size) computed outside the partition"
-                )
-    return crossings
-
-
-def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) -> Dict[str, List[str]]:
+def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) -> dict[str, list[str]]:
     """``torch_executed_ops`` entries that match no node of the report (by op or packet name) -> up to three
     close op names of the program."""
     ops = sorted({d.op for d in report.nodes})
@@ -88,6 +63,10 @@ class TensorRTPartitioner(Partitioner):
 
     ``compile_specs``: further backend options (``et_tensorrt.compile_specs`` keys -> value); the
     execution device always comes from ``target_device``. The last report is kept on ``.report``.
+
+    ``opt_sizes``: the sizes TensorRT tunes kernels for, per dynamic dim, named by its ``Dim`` name
+    (``{"batch": 8}``) or ``"input:dim"`` (``{"x:0": 8}``); a list (``{"batch": [1, 64]}``) builds one
+    optimization profile per size, splitting the dim's range between them. Default: the example size.
     """
 
     def __init__(
@@ -96,13 +75,10 @@ class TensorRTPartitioner(Partitioner):
         min_block_size: int = 5,
         torch_executed_ops=(),
         require_full_compilation: bool = False,
-        compile_specs: Optional[Mapping[str, object]] = None,
+        compile_specs: Mapping[str, object] | None = None,
+        opt_sizes: Mapping[str, object] | None = None,
     ):
         super().__init__()
-        # ExecuTorch finds the backend by class name among BackendDetails subclasses: make sure it is defined
-        # for anyone who lowers with this partitioner (imported here, not at module level: backend imports
-        # partition.supported_ops).
-        importlib.import_module("et_tensorrt.backend")
         if min_block_size < 1:
             raise ValueError(f"min_block_size must be >= 1, got {min_block_size}")
         options = dict(compile_specs or {})
@@ -114,11 +90,28 @@ class TensorRTPartitioner(Partitioner):
         self.require_full_compilation = require_full_compilation
         options[EXECUTION_DEVICE] = str(self.target_device)
         self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
-        self.report: Optional[PartitionReport] = None
+        self.report: PartitionReport | None = None
+        self.opt_sizes = dict(opt_sizes or {})
+        # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
+        self._declared: dict[str, tuple] | None = None
+        self._source_program = None
+
+    # -- before ExecuTorch's decompositions (to_edge_transform_and_lower calls this) --------------------
+
+    def transform_for_pre_decomposition(self, exported_program):
+        """Record the dynamic ranges as the user declared them (``to_edge`` narrows ``min=1`` to 2) and return
+        the program with its sizes read from its inputs and its splits as slices (``pre_decomposition``), so
+        that a dynamic program stays dynamic and whole through ``to_edge``. The caller's program is not
+        modified."""
+        self._declared = declared_ranges(exported_program)
+        self._source_program = exported_program
+        if self.opt_sizes:
+            resolve_opt_sizes(self.opt_sizes, exported_program)  # a bad key fails here, before any work
+        return pre_decomposition.transform(exported_program)
 
     # -- the four node rules -------------------------------------------------------------------
 
-    def _refusal(self, node: Node, placed: bool, refused: Dict[str, Reason]) -> Optional[Reason]:
+    def _refusal(self, node: Node, placed: bool, refused: dict[str, Reason]) -> Reason | None:
         engine = self.target_device
         reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(
             node, engine, placed
@@ -127,28 +120,28 @@ class TensorRTPartitioner(Partitioner):
             return reason
         name = op_name(node.target)
         if name not in SUPPORTED_OPS:
-            return Reason("unsupported-op", name)
+            return Reason(ReasonCode.UNSUPPORTED_OP, name)
         limit = argument_refusal(name, node)
         if limit is not None:
-            return Reason("unsupported-args", f"{name}: {limit}")
+            return Reason(ReasonCode.UNSUPPORTED_ARGS, f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
-            return Reason("producer-refused", f"{node.args[0].name} stays on host")
+            return Reason(ReasonCode.PRODUCER_REFUSED, f"{node.args[0].name} stays on host")
         for source in [node, *device_rules.input_nodes(node)]:
             for t in device_rules.tensors(source.meta.get("val")):
                 code = dtype_refusal(t.dtype)
                 if code is not None:
                     return Reason(code, f"{source.name} is {t.dtype}")
-        if name in self.torch_executed_ops or packet_name(name) in self.torch_executed_ops:
-            return Reason("user:torch_executed_ops", name)
+        if user_spellings(name) & self.torch_executed_ops:
+            return Reason(ReasonCode.USER_TORCH_EXECUTED_OPS, name)
         return None
 
     def _would_drop_device(self, node: Node, reason: Reason, placed: bool) -> bool:
         """Refused only for its device, yet capable: a device-blind partitioner would have absorbed
         it and returned its result on the engine's device."""
-        if reason.code not in ("cast:device-change", "device:host-output"):
+        if reason.code not in (ReasonCode.CAST_DEVICE_CHANGE, ReasonCode.DEVICE_HOST_OUTPUT):
             return False
         name = op_name(node.target)
-        if name not in SUPPORTED_OPS or name in self.torch_executed_ops:
+        if name not in SUPPORTED_OPS or user_spellings(name) & self.torch_executed_ops:
             return False
         return all(
             dtype_refusal(t.dtype) is None for t in device_rules.tensors(node.meta.get("val"))
@@ -164,8 +157,8 @@ class TensorRTPartitioner(Partitioner):
     def _analyze(self, exported_program):
         gm = exported_program.graph_module
         placed = device_rules.is_placed(gm.graph)
-        calls: List[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
-        refused: Dict[str, Reason] = {}
+        calls: list[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
+        refused: dict[str, Reason] = {}
         for node in calls:  # graph order, so a getitem sees its producer's decision
             reason = self._refusal(node, placed, refused)
             if reason is not None:
@@ -176,7 +169,7 @@ class TensorRTPartitioner(Partitioner):
 
         while True:  # refusing a symbolic boundary node changes the partitions: group again
             tags = self._group(gm, calls, refused)
-            crossings = _symbolic_crossings(calls, tags)
+            crossings = symbolic_crossings(calls, tags)
             if not crossings:
                 break
             refused.update(crossings)
@@ -194,7 +187,7 @@ class TensorRTPartitioner(Partitioner):
         report = PartitionReport(str(self.target_device), placed, decisions, warned)
         return report, tags
 
-    def _group(self, gm, calls: List[Node], refused: Dict[str, Reason]) -> Dict[str, str]:
+    def _group(self, gm, calls: list[Node], refused: dict[str, Reason]) -> dict[str, str]:
         """Partition tags of the accepted nodes; groups too small or only views are refused (in place)."""
         accepted = [n.name for n in calls if n.name not in refused]
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -205,19 +198,21 @@ class TensorRTPartitioner(Partitioner):
             (sorted(p.nodes, key=order.__getitem__) for p in proposals),
             key=lambda nodes: order[nodes[0]],
         )
-        tags: Dict[str, str] = {}
+        tags: dict[str, str] = {}
         for nodes in groups:
             size = sum(op_name(n.target) not in NON_COMPUTE_OPS for n in nodes)
             if size < self.min_block_size:
                 for n in nodes:
                     refused[n.name] = Reason(
-                        "min_block_size", f"partition of {size} < {self.min_block_size}"
+                        ReasonCode.MIN_BLOCK_SIZE, f"partition of {size} < {self.min_block_size}"
                     )
                 continue
             if len(nodes) < len(calls) and all(op_name(n.target) in VIEW_OPS | NON_COMPUTE_OPS for n in nodes):
                 # Unless it is the whole graph: an engine that only reshapes costs two copies, buys nothing.
                 for n in nodes:
-                    refused[n.name] = Reason("view-only", "a partition of only view/shape ops computes nothing")
+                    refused[n.name] = Reason(
+                        ReasonCode.VIEW_ONLY, "a partition of only view/shape ops computes nothing"
+                    )
                 continue
             tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
             for n in nodes:
@@ -260,16 +255,65 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
-        return PartitionResult(tagged_exported_program=exported_program, partition_tags=self._specs(tags))
+        specs = self._specs(tags, exported_program)
+        self._declared, self._source_program = None, None  # used once: the next program brings its own
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)
 
-    def _specs(self, tags: Dict[str, str]) -> Dict[str, DelegationSpec]:
-        """One DelegationSpec per partition: the shared options plus "engine i/n" for build progress."""
+    def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:
+        """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build
+        progress."""
         ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
+        shared = dict(self._dynamic_dims_spec(exported_program))
         return {
             tag: DelegationSpec(
                 BACKEND_ID,
                 self.delegation_spec.compile_specs
-                + encode({PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
+                + encode({**shared, PARTITION_INDEX: i, PARTITION_COUNT: len(ordered)}),
             )
             for i, tag in enumerate(ordered, 1)
         }
+
+    def _dynamic_dims_spec(self, exported_program) -> dict[str, str]:
+        """``DYNAMIC_DIMS``: per symbol, its declared range (when the program before ``to_edge`` was seen) and
+        the user's opt sizes; empty for a static program."""
+        from ..backend.profiles import DynamicDim, encode_dynamic_dims
+
+        declared = self._declared or {}
+        opts = resolve_opt_sizes(self.opt_sizes, self._source_program or exported_program) if self.opt_sizes else {}
+        symbols = sorted(set(declared) | set(opts))
+        if not symbols:
+            return {}
+        dims = {s: DynamicDim(declared.get(s), opts.get(s, ())) for s in symbols}
+        return {DYNAMIC_DIMS: encode_dynamic_dims(dims)}
+
+
+class _Explaining(TensorRTPartitioner):
+    """Analyzes what it is handed inside ExecuTorch's lowering and tags nothing (see ``explain``)."""
+
+    def partition(self, exported_program) -> PartitionResult:
+        self.report = self.analyze(exported_program)
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags={})
+
+
+def explain(exported_program, **partitioner_options) -> PartitionReport:
+    """Report what ``et_tensorrt.lower(exported_program, **partitioner_options)`` will delegate, node by node.
+
+    An edge program (``to_edge``'s output) is analyzed as it is. Any other program first goes through
+    what lowering does before partitioning: ``constant_masks.fold_constant_masks``, then ``to_edge_transform_and_lower`` with this partitioner, so
+    ExecuTorch's default decompositions (minus the ops the partitioner keeps whole, see
+    ``ops_to_not_decompose``) and the edge passes, and the report names the edge nodes ``lower`` sees.
+    The caller's program is not modified. Nothing is tagged or built, ``require_full_compilation`` does not
+    raise, no warning is emitted (``.warned`` lists them), and ExecuTorch's IR validity check is off
+    (it only verifies; the graph is the one lowering partitions).
+    """
+    partitioner = _Explaining(**partitioner_options)
+    if getattr(exported_program, "dialect", None) == "EDGE":
+        return partitioner.analyze(exported_program)
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    from .constant_masks import fold_constant_masks
+
+    to_edge_transform_and_lower(
+        fold_constant_masks(exported_program), partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
+    return partitioner.report

@@ -1,29 +1,55 @@
-"""What the partitioner decided, node by node: `Reason`, `PartitionReport`, `explain`."""
+"""What the partitioner decided, node by node: `ReasonCode`, `Reason`, `NodeDecision`, `PartitionReport`.
+
+A data module: the partitioner (``partitioner.py``, with ``explain``) fills these in.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from enum import StrEnum
 
 from .._text import table
+
+
+class ReasonCode(StrEnum):
+    """The stable id of why a node stays on the host (a ``str``: ``code == "min_block_size"`` holds).
+
+    The rules are in ``et_tensorrt.partition``'s docstring; the detail string of a ``Reason`` says which
+    device, op, dtype or limit."""
+
+    # Rule 1, placement (only in a placed graph)
+    DEVICE_HOST_OUTPUT = "device:host-output"  # an output recorded on the host
+    DEVICE_HOST_INPUT = "device:host-input"  # a (non 0-d) tensor input recorded on the host
+    DEVICE_MISMATCH = "device:mismatch"  # recorded on a device other than the engine's
+    # Rule 2, casts
+    CAST_DEVICE_CHANGE = "cast:device-change"  # a cast that moves data off the engine's device
+    # Rule 3, capability
+    UNSUPPORTED_OP = "unsupported-op"  # the op is not in supported_ops.SUPPORTED_OPS
+    UNSUPPORTED_ARGS = "unsupported-args"  # in the table, but these arguments exceed TensorRT's limits
+    PRODUCER_REFUSED = "producer-refused"  # a getitem of a multi-output node kept on the host
+    DTYPE_FLOAT64 = "dtype:float64"  # TensorRT would narrow it to float32 silently
+    DTYPE_COMPLEX = "dtype:complex"
+    DTYPE_UNSUPPORTED = "dtype:unsupported"  # any other dtype TensorRT lacks
+    # Rule 4, user choice
+    USER_TORCH_EXECUTED_OPS = "user:torch_executed_ops"
+    # Grouping
+    MIN_BLOCK_SIZE = "min_block_size"  # its partition has fewer compute nodes than min_block_size
+    VIEW_ONLY = "view-only"  # its partition only reshapes (and is not the whole graph)
+    SYMBOLIC_BOUNDARY = "symbolic-boundary"  # a scalar (size) would cross a partition boundary
+
 
 REPORT_WIDTH = 100  # the printed report fits a 100-column terminal (the decision column wraps)
 
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a node stays on the host: a stable id (``code``) and a human ``detail``.
+    """Why a node stays on the host: a stable ``code`` and a human ``detail``."""
 
-    Codes: ``cast:device-change``, ``device:host-output``, ``device:host-input``,
-    ``device:mismatch``, ``unsupported-op``, ``dtype:float64``, ``dtype:complex``,
-    ``dtype:unsupported``, ``producer-refused``, ``user:torch_executed_ops``, ``min_block_size``.
-    """
-
-    code: str
+    code: ReasonCode
     detail: str = ""
 
     def __str__(self) -> str:
-        return f"{self.code} ({self.detail})" if self.detail else self.code
+        return f"{self.code} ({self.detail})" if self.detail else str(self.code)
 
 
 @dataclass(frozen=True)
@@ -31,8 +57,8 @@ class NodeDecision:
     name: str
     op: str  # "aten.mul.Tensor" (edge ops are shown by the aten op they wrap)
     devices: str  # recorded output device(s), "" when the node produces no tensor
-    partition: Optional[str] = None  # the delegation tag, None when kept on host
-    reason: Optional[Reason] = None  # why kept on host, None when delegated
+    partition: str | None = None  # the delegation tag, None when kept on host
+    reason: Reason | None = None  # why kept on host, None when delegated
 
 
 @dataclass
@@ -41,25 +67,25 @@ class PartitionReport:
 
     engine_device: str
     placed: bool  # the graph recorded device tensors (see the placement rule in et_tensorrt.partition)
-    nodes: List[NodeDecision] = field(default_factory=list)
-    warned: Tuple[str, ...] = ()  # nodes named in a PlacementWarning
+    nodes: list[NodeDecision] = field(default_factory=list)
+    warned: tuple[str, ...] = ()  # nodes named in a PlacementWarning
 
     @property
-    def partitions(self) -> Dict[str, Tuple[str, ...]]:
+    def partitions(self) -> dict[str, tuple[str, ...]]:
         """Delegation tag -> node names, in graph order."""
-        out: Dict[str, List[str]] = {}
+        out: dict[str, list[str]] = {}
         for d in self.nodes:
             if d.partition is not None:
                 out.setdefault(d.partition, []).append(d.name)
         return {tag: tuple(names) for tag, names in out.items()}
 
     @property
-    def host_nodes(self) -> Dict[str, Reason]:
+    def host_nodes(self) -> dict[str, Reason]:
         """Node name -> reason it stays on the host."""
         return {d.name: d.reason for d in self.nodes if d.partition is None}
 
     @property
-    def delegated(self) -> Dict[str, str]:
+    def delegated(self) -> dict[str, str]:
         """Node name -> delegation tag."""
         return {d.name: d.partition for d in self.nodes if d.partition is not None}
 
@@ -81,13 +107,3 @@ def _why(decision: NodeDecision) -> str:
     reason = decision.reason
     return reason.code if reason.detail == decision.op else str(reason)
 
-
-def explain(exported_program, **partitioner_options) -> PartitionReport:
-    """Report what `TensorRTPartitioner(**partitioner_options)` would do; tags nothing, raises nothing
-    for ``require_full_compilation`` and emits no warnings (the report lists them in ``.warned``).
-
-    Works on an edge program and on a plain ``torch.export`` program (aten ops).
-    """
-    from .partitioner import TensorRTPartitioner  # partitioner imports this module
-
-    return TensorRTPartitioner(**partitioner_options).analyze(exported_program)

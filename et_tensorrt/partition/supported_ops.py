@@ -3,17 +3,19 @@
 The partitioner delegates only ops listed here; the engine builder imports the same table, so the two
 cannot drift apart. Names are ``namespace.op.overload`` as ``str(OpOverload)`` spells them; an
 ExecuTorch edge op is looked up by the aten op it wraps (``EdgeOpOverload._op``). Both the aten form
-(``explain`` on a plain ``torch.export`` program) and the edge form (``*_copy`` view ops,
-``dim_order_ops``) are listed. Deliberately absent: ``aten.nonzero`` (no TensorRT-RTX
-implementation) and every op with a data-dependent output shape.
+and the edge form (``*_copy`` view ops, ``dim_order_ops``) are listed. Deliberately absent:
+``aten.nonzero`` (no TensorRT-RTX implementation) and every op with a data-dependent output shape.
+
+What TensorRT cannot do with the arguments of an op in the table is in ``argument_limits.py``.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Optional
 
 import torch
+
+from .report import ReasonCode
 
 _ELEMENTWISE = (
     "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
@@ -24,17 +26,23 @@ _ELEMENTWISE = (
     "aten.cos.default", "aten.tanh.default", "aten.sigmoid.default", "aten.relu.default",
     "aten.gelu.default", "aten.silu.default", "aten.hardtanh.default", "aten.leaky_relu.default",
     "aten.clamp.default", "aten.clamp.Tensor", "aten.maximum.default", "aten.minimum.default",
-    "aten.where.self", "aten.floor.default", "aten.ceil.default", "aten.erf.default",
+    "aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar",
+    "aten.floor.default", "aten.ceil.default", "aten.erf.default",
     "aten.eq.Tensor", "aten.eq.Scalar", "aten.ne.Tensor", "aten.ne.Scalar", "aten.lt.Tensor",
     "aten.lt.Scalar", "aten.le.Tensor", "aten.le.Scalar", "aten.gt.Tensor", "aten.gt.Scalar",
     "aten.ge.Tensor", "aten.ge.Scalar", "aten.logical_and.default", "aten.logical_or.default",
-    "aten.logical_not.default",
+    "aten.logical_not.default", "aten.logical_xor.default", "aten.log1p.default",
+)
+# Bitwise ops: ONNX And/Or/Xor/Not on bool tensors (TensorRT has no integer bitwise ops: argument_limits).
+BITWISE = (
+    "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.bitwise_not.default",
 )
 _REDUCTIONS = (
     "aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default",
     "aten.amax.default", "aten.amin.default", "aten.argmax.default", "aten.argmin.default",
     "aten._softmax.default", "aten._log_softmax.default", "aten.softmax.int",
-    "aten.log_softmax.int",
+    "aten.log_softmax.int", "aten.any.default", "aten.any.dim", "aten.any.dims", "aten.all.default",
+    "aten.all.dim", "aten.all.dims", "aten.cumsum.default", "aten.topk.default",
 )
 _LINEAR_ALGEBRA_AND_NN = (
     "aten.mm.default", "aten.bmm.default", "aten.matmul.default", "aten.addmm.default",
@@ -46,6 +54,11 @@ _LINEAR_ALGEBRA_AND_NN = (
     "aten._adaptive_avg_pool3d.default", "aten.adaptive_max_pool3d.default",
     "aten.native_layer_norm.default", "aten.layer_norm.default",
     "aten._native_batch_norm_legit_no_training.default", "aten.embedding.default",
+    # ONNX Resize: sizes or scales, align_corners or half-pixel coordinates
+    "aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default", "aten.upsample_nearest2d.vec",
+    "aten.upsample_nearest2d.default",
+    # Only where it survives ExecuTorch's decompositions (to_edge's preserve_ops); else its parts are delegated.
+    "aten.scaled_dot_product_attention.default",
 )
 # Shape and data movement; the "_copy" forms are what to_edge produces.
 _SHAPE = (
@@ -57,6 +70,7 @@ _SHAPE = (
     "aten.unsqueeze_copy.default", "aten.slice.Tensor", "aten.slice_copy.Tensor",
     "aten.select.int", "aten.select_copy.int", "aten.cat.default", "aten.split_with_sizes.default",
     "aten.split_with_sizes_copy.default", "aten.index_select.default", "aten.gather.default",
+    "aten.index.Tensor", "aten.index_put.default",
     "aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.alias_copy.default",
     "aten.flatten.using_ints",
 )
@@ -79,6 +93,7 @@ NON_COMPUTE_OPS = frozenset({
     "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
     # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
     "_operator.mul", "_operator.add", "_operator.sub", "_operator.floordiv",
+    "_operator.mod", "_operator.neg", "torch.sym_max", "torch.sym_min",  # window padding (swin), ceil division
 })
 
 # Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into
@@ -92,7 +107,7 @@ VIEW_OPS = frozenset({
 })
 
 SUPPORTED_OPS = frozenset(
-    _ELEMENTWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES
+    _ELEMENTWISE + BITWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES
 ) | NON_COMPUTE_OPS
 
 CAST_OPS = frozenset(_CASTS) - {"dim_order_ops._clone_dim_order.default"}
@@ -129,112 +144,29 @@ def packet_name(name: str) -> str:
     return name.rsplit(".", 1)[0] if name.count(".") >= 2 else name
 
 
+def user_spellings(name: str) -> set[str]:
+    """Every name a user may exclude an op by (``torch_executed_ops``): the overload, its packet, and for
+    the functional ``*_copy`` view ops ``to_edge`` makes (``aten.view_copy.default``) the view they came from
+    (``aten.view.default``, ``aten.view``)."""
+    names = {name, packet_name(name)}
+    namespace, _, rest = name.partition(".")
+    packet, _, overload = rest.partition(".")
+    if namespace == "aten" and packet.endswith("_copy") and packet != "_to_copy":
+        view = f"aten.{packet[: -len('_copy')]}"
+        names |= {view, f"{view}.{overload}" if overload else view}
+    return names
+
+
 def is_supported_op(target) -> bool:
     return op_name(target) in SUPPORTED_OPS
 
 
-def _arg(node, index: int, name: str, default=None):
-    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
-
-
-def _rank(value) -> int:
-    val = getattr(value, "meta", {}).get("val")
-    return val.dim() if isinstance(val, torch.Tensor) else -1
-
-
-def _arg_reduction_limit(node) -> Optional[str]:
-    if _arg(node, 1, "dim") is None or _rank(node.args[0]) < 2:
-        return "TensorRT's ArgMax/ArgMin needs an explicit dim on an input of rank >= 2"
-    return None
-
-
-def _indices_used(node) -> bool:
-    """Whether output 1 (the indices) of a (values, indices) pooling node is read."""
-    return any(
-        user.target is operator.getitem and len(user.args) > 1 and user.args[1] == 1 and user.users
-        for user in node.users
-    )
-
-
-_NO_INDICES = "TensorRT's MaxPool has no indices output"
-
-
-def _max_pool_limit(node) -> Optional[str]:
-    dilation = _arg(node, 4, "dilation", 1)
-    if any(d != 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation])):
-        return "TensorRT's MaxPool takes no dilation"
-    if _indices_used(node):
-        return _NO_INDICES
-    return None
-
-
-def adaptive_pool_window(node) -> Optional[tuple]:
-    """(kernel, stride) of the plain pooling an adaptive 2-D or 3-D pooling node equals, or None.
-
-    Adaptive pooling with an output size that divides the (static) input size has equal, disjoint
-    windows: kernel = stride = input // output. ``edge_to_aten`` rewrites it to that pooling, which
-    ONNX and TensorRT have; other sizes give overlapping windows of varying size, which they lack."""
-    val = getattr(node.args[0], "meta", {}).get("val")
-    output_size = _arg(node, 1, "output_size")
-    if not isinstance(output_size, (list, tuple)) or len(output_size) not in (2, 3):
-        return None
-    spatial_rank = len(output_size)
-    if not isinstance(val, torch.Tensor) or val.dim() not in (spatial_rank + 1, spatial_rank + 2):
-        return None
-    spatial = list(val.shape[-spatial_rank:])
-    window = []
-    for size, out in zip(spatial, output_size):
-        out = size if out is None else out
-        if not isinstance(size, int) or not isinstance(out, int) or out <= 0 or size % out:
-            return None
-        window.append(size // out)
-    return tuple(window), tuple(window)
-
-
-# Adaptive pooling op -> the plain pooling it becomes when its windows are equal (edge_to_aten).
-ADAPTIVE_POOLING = {
-    "aten.adaptive_avg_pool2d.default": "aten.avg_pool2d.default",
-    "aten._adaptive_avg_pool2d.default": "aten.avg_pool2d.default",
-    "aten.adaptive_max_pool2d.default": "aten.max_pool2d_with_indices.default",
-    "aten.adaptive_avg_pool3d.default": "aten.avg_pool3d.default",
-    "aten._adaptive_avg_pool3d.default": "aten.avg_pool3d.default",
-    "aten.adaptive_max_pool3d.default": "aten.max_pool3d_with_indices.default",
-}
-
-
-def _adaptive_pool_limit(node) -> Optional[str]:
-    if adaptive_pool_window(node) is None:
-        return ("adaptive pooling is delegated only when the static input size is a multiple of "
-                "the output size (equal windows: a plain pooling)")
-    if _indices_used(node):
-        return _NO_INDICES
-    return None
-
-
-# Ops in the table whose TensorRT conversion has limits on their arguments (found by ExecuTorch's
-# backend conformance suite); op name -> check returning why a node is refused, or None.
-ARGUMENT_LIMITS = {
-    "aten.argmax.default": _arg_reduction_limit,
-    "aten.argmin.default": _arg_reduction_limit,
-    "aten.max_pool2d.default": _max_pool_limit,
-    "aten.max_pool2d_with_indices.default": _max_pool_limit,
-    "aten.max_pool3d.default": _max_pool_limit,
-    "aten.max_pool3d_with_indices.default": _max_pool_limit,
-    **dict.fromkeys(ADAPTIVE_POOLING, _adaptive_pool_limit),
-}
-
-
-def argument_refusal(name: str, node) -> Optional[str]:
-    check = ARGUMENT_LIMITS.get(name)
-    return check(node) if check is not None else None
-
-
-def dtype_refusal(dtype: torch.dtype) -> Optional[str]:
+def dtype_refusal(dtype: torch.dtype) -> ReasonCode | None:
     """The reason code a tensor of ``dtype`` is refused with, or None when TensorRT takes it."""
     if dtype in SUPPORTED_DTYPES:
         return None
     if dtype.is_complex:
-        return "dtype:complex"
+        return ReasonCode.DTYPE_COMPLEX
     if dtype == torch.float64:
-        return "dtype:float64"
-    return "dtype:unsupported"
+        return ReasonCode.DTYPE_FLOAT64
+    return ReasonCode.DTYPE_UNSUPPORTED

@@ -5,17 +5,20 @@ tensors already on ``executor.device`` (shared caller memory or its own staging 
 outputs it could share, views of the caller's output memory. The executor computes and returns one
 tensor per output; the delegate copies any result that is not already in the caller's memory.
 
-Choice of executor: TensorRT where it can run (a CUDA device, a TensorRT runtime, and an engine that
-deserializes for this GPU without host code, see engine_loading); otherwise the partition's embedded
-program with PyTorch, on the execution device when CUDA is usable and on the host when it is not, with
-one log line saying why. ``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded
-program is loaded by the safe loader (et_tensorrt.embedded_program): no pickle, no eval.
+Choice of executor: made once per delegate by the C++ delegate (extension/runtime/executor_choice.cpp) and
+recorded in every placement plan (``executor``, ``execution_device``, ``executor_reason``). It asks
+:func:`tensorrt_executor` only when the blob has an engine for a CUDA device this process has; otherwise, or
+when the engine does not deserialize here (no TensorRT runtime, another GPU, host code, see engine_loading),
+it builds :func:`pytorch_executor` on the recorded GPU if present, else on the host, and the reason says so.
+``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded program is loaded by the safe
+loader (et_tensorrt.embedded_program): no pickle, no eval.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -31,7 +34,6 @@ from . import graph_program
 log = logging.getLogger("et_tensorrt")
 
 FALLBACK_ENV = "ET_TENSORRT_FALLBACK"  # "pytorch" (default) or "error"
-FALLBACK_POLICIES = ("pytorch", "error")
 # "0": the PyTorch executor runs the graph's Python code instead of the C++ interpreter (debugging, and tools
 # that observe each executor call from Python, such as the GPU check's spy).
 INTERPRETER_ENV = "ET_TENSORRT_GRAPH_INTERPRETER"
@@ -57,6 +59,7 @@ class PyTorchExecutor:
         self.reason = reason
         with _LOAD_LOCK:
             program = load_program(blob)
+        _place_factories(program.graph_module, device)
         lifted = graph_program.lifted_tensors(program, device)
         self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
         if os.environ.get(INTERPRETER_ENV, "1") != "0":
@@ -73,18 +76,57 @@ class PyTorchExecutor:
         if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
             raise RuntimeError("the partition's program takes user inputs before its weights")
 
-    def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence, outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+        """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
         result = self._forward(*self._lifted, *inputs)
         return [result[i] for i in self._user_outputs]
+
+
+def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:
+    """The embedded program is the partition's host form (every device argument cpu: ONNX has no device);
+    its weights are moved with the lifted tensors, this moves what its factory ops and casts create (``arange(...,
+    device=cpu)``) to the execution device too. A partition holds no device-changing cast, so every device
+    argument in it means "the engine's device"."""
+    if device.type == "cpu":
+        return
+    changed = False
+    for node in module.graph.nodes:
+        if node.op == "call_function" and isinstance(node.kwargs.get("device"), torch.device):
+            node.kwargs = {**node.kwargs, "device": device}
+            changed = True
+    if changed:
+        module.recompile()
+
+
+def choose_profile(profiles: list[list], arguments: Sequence) -> int | None:
+    """The first optimization profile whose ranges hold every argument, or None.
+
+    ``profiles[p][i]``: for engine input i, a list of (min, max) per dim, or for a size input the one (min, max)
+    of its value; ``arguments[i]``: the tensor's shape or the size's value."""
+    for index, ranges in enumerate(profiles):
+        fits = True
+        for limits, argument in zip(ranges, arguments):
+            values = [argument] if isinstance(argument, int) else list(argument)
+            if len(values) != len(limits) or any(not lo <= v <= hi for v, (lo, hi) in zip(values, limits)):
+                fits = False
+                break
+        if fits:
+            return index
+    return None
 
 
 class TensorRTExecutor:
     """Deserializes the engine once; one execution context; binds addresses per call, runs on torch's stream.
 
-    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes are
-    set only when they change, outputs the delegate cannot share go to buffers reused while their shape stays
-    the same (the delegate copies them into ExecuTorch's memory right after, on the same stream), and the
-    device is switched only when the caller's current device is another.
+    Size arguments: a size the engine computes from its inputs' shapes (unnamed in the blob) is not bound; a
+    named one is a 0-d int64 input, read from host memory when TensorRT needs its value to infer shapes (a
+    shape input), else from device memory. With several optimization profiles the first one holding every
+    argument is selected.
+
+    The per-call path is kept short (it runs under the GIL, through TensorRT's Python API): input shapes (and
+    size values) are set only when they change, outputs the delegate cannot share go to buffers reused while
+    their shape stays the same (the delegate copies them into ExecuTorch's memory right after, on the same
+    stream), and the device is switched only when the caller's current device is another.
     """
 
     kind = "tensorrt"
@@ -97,12 +139,34 @@ class TensorRTExecutor:
         self._engine = engine
         self._context = engine.create_execution_context()
         self._index = device.index or 0
-        self._input_names = [e.name for e in blob.inputs]
+        self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
         self._output_names = [e.name for e in blob.outputs]
         self._output_dtypes = [scalar_type_dtype(e.dtype) for e in blob.outputs]
-        self._shapes: tuple | None = None  # the input shapes the context was last given
+        self._bound = [(i, e) for i, e in enumerate(self._arguments) if e.name]  # unnamed sizes: derived
+        self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
+        self._size_memory = {
+            e.name: torch.zeros((), dtype=torch.int64, device="cpu" if e.name in self._shape_inputs else device)
+            for _, e in self._bound if e.is_size
+        }
+        self._profiles = self._profile_ranges() if engine.num_optimization_profiles > 1 else []
+        self._profile = 0
+        self._shapes: tuple | None = None  # the input shapes and size values the context was last given
         self._output_shapes: list[tuple] = []
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
+
+    def _profile_ranges(self) -> list[list]:
+        ranges = []
+        for p in range(self._engine.num_optimization_profiles):
+            row = []
+            for _, e in self._bound:
+                if e.name in self._shape_inputs:
+                    lo, _, hi = self._engine.get_tensor_profile_values(p, e.name)
+                    row.append([(lo[0], hi[0])])
+                else:
+                    lo, _, hi = self._engine.get_tensor_profile_shape(e.name, p)
+                    row.append(list(zip(tuple(lo), tuple(hi))))
+            ranges.append(row)
+        return ranges
 
     def run(self, inputs, outputs):
         if torch.cuda.current_device() != self._index:
@@ -112,24 +176,40 @@ class TensorRTExecutor:
 
     def _run(self, inputs, outputs):
         context = self._context
-        shapes = tuple(t.shape for t in inputs)
+        stream = torch.cuda.current_stream(self._index).cuda_stream
+        bound = [inputs[i] for i, _ in self._bound]
+        shapes = tuple(v if isinstance(v, int) else tuple(v.shape) for v in bound)
         if shapes != self._shapes:
-            for name, shape in zip(self._input_names, shapes):
-                context.set_input_shape(name, tuple(shape))
+            if self._profiles:
+                profile = choose_profile(self._profiles, shapes)
+                if profile is None:
+                    raise RuntimeError(f"no optimization profile of the engine holds the arguments {shapes}")
+                if profile != self._profile:
+                    context.set_optimization_profile_async(profile, stream)
+                    self._profile = profile
+            for (_, entry), value in zip(self._bound, bound):
+                if entry.is_size:  # host: TensorRT reads it at enqueue; device: ordered on the stream
+                    self._size_memory[entry.name].fill_(int(value))
+                else:
+                    context.set_input_shape(entry.name, tuple(value.shape))
             self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
             self._shapes = shapes
-        for name, t in zip(self._input_names, inputs):
-            context.set_tensor_address(name, t.data_ptr())
+        for (_, entry), value in zip(self._bound, bound):
+            memory = self._size_memory[entry.name] if entry.is_size else value
+            context.set_tensor_address(entry.name, memory.data_ptr())
         results = []
         for i, (name, out) in enumerate(zip(self._output_names, outputs)):
+            shape = self._output_shapes[i]
             if out is None:  # not shareable: a reused buffer, copied into place by the delegate right after
                 out = self._output_buffers[i]
-                if out is None or tuple(out.shape) != self._output_shapes[i]:
-                    out = torch.empty(self._output_shapes[i], dtype=self._output_dtypes[i], device=self.device)
+                if out is None or tuple(out.shape) != shape:
+                    out = torch.empty(shape, dtype=self._output_dtypes[i], device=self.device)
                     self._output_buffers[i] = out
+            elif tuple(out.shape) != shape:  # the caller's planned (upper-bound) memory, contiguous
+                out = out.view(-1)[: math.prod(shape)].view(shape)
             context.set_tensor_address(name, out.data_ptr())
             results.append(out)
-        if not context.execute_async_v3(torch.cuda.current_stream(self._index).cuda_stream):
+        if not context.execute_async_v3(stream):
             raise RuntimeError("TensorRT execute_async_v3 failed")
         return results
 
@@ -141,7 +221,7 @@ def _deserialize(blob: Blob, device: torch.device):
         return None, "the blob carries no engine (its build was left to PyTorch at lowering time)"
     if blob.exec_device_type != DEVICE_CUDA:
         return None, "the partition's execution device is the host"
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
         return None, "no CUDA device is available"
     try:
         from .. import trt
@@ -177,12 +257,11 @@ def _refitted(trt, engine, blob: Blob):
 
 
 def fallback_policy() -> str:
-    """``ET_TENSORRT_FALLBACK``: ``pytorch`` (unset or empty) or ``error``; any other value is refused."""
-    raw = os.environ.get(FALLBACK_ENV, "")
-    value = raw.strip().lower() or "pytorch"
-    if value not in FALLBACK_POLICIES:
-        raise ValueError(f"{FALLBACK_ENV}={raw!r} is not one of {', '.join(FALLBACK_POLICIES)}")
-    return value
+    """``ET_TENSORRT_FALLBACK`` as the delegate reads it: ``pytorch`` (unset or empty) or ``error``; any other
+    value is a ValueError."""
+    from .. import _C
+
+    return _C.fallback_policy()
 
 
 @dataclass
@@ -192,7 +271,7 @@ class DelegateCall:
     partition: str  # et_tensorrt.blob.program_digest of the partition's program
     executor: str  # "tensorrt" or "pytorch"
     reason: str  # why not TensorRT ("" when TensorRT ran)
-    inputs: list[torch.Tensor]
+    inputs: list[torch.Tensor | int]  # an int for a size argument
     outputs: list[torch.Tensor]
 
 
@@ -226,36 +305,41 @@ class _Recorded:
     def run(self, inputs, outputs):
         results = self._executor.run(inputs, outputs)
         call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
-                            [t.detach().to("cpu", copy=True) for t in inputs],
+                            [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
                             [t.detach().to("cpu", copy=True) for t in results])
         for calls in self._lists:
             calls.append(call)
         return results
 
 
-def create_executor(parsed: dict) -> PyTorchExecutor | TensorRTExecutor:
-    """The executor for one partition, from the blob the C++ delegate already parsed (``parsed`` is
-    ``blob_to_python``'s dict: its payloads are views of the delegate's copy, valid during this call)."""
-    policy = fallback_policy()  # a bad value is refused before anything is loaded
-    blob = Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
-    executor = _create_executor(blob, policy)
-    if _recorders:
-        return _Recorded(executor, program_digest(blob), list(_recorders))
-    return executor
+def _blob(parsed: dict) -> Blob:
+    """The blob the C++ delegate parsed (``blob_to_python``'s dict: payloads are views of the delegate's copy,
+    valid during the call that hands it over)."""
+    return Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
 
 
-def _create_executor(blob: Blob, policy: str) -> PyTorchExecutor | TensorRTExecutor:
-    device = torch.device("cuda", blob.exec_device_index) if blob.exec_device_type == DEVICE_CUDA else torch.device("cpu")
+def _recorded(executor, blob: Blob):
+    return _Recorded(executor, program_digest(blob), list(_recorders)) if _recorders else executor
+
+
+def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | str:
+    """The TensorRT executor on ``device``, or why the engine does not load here (a string)."""
+    blob = _blob(parsed)
     engine, reason = _deserialize(blob, device)
-    if engine is not None:
-        return TensorRTExecutor(blob, device, engine)
-    if not blob.has_program:
-        raise RuntimeError(f"TensorRT cannot execute this partition here ({reason}) and its blob carries no "
-                           "program to run instead (an engine-only blob): run it where its engine does")
-    if policy == "error":
-        raise RuntimeError(f"TensorRT cannot execute this partition here: {reason}; {FALLBACK_ENV}=error refuses "
-                           "the PyTorch fallback (unset it to allow)")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        device = torch.device("cpu")
+    return reason if engine is None else _recorded(TensorRTExecutor(blob, device, engine), blob)
+
+
+def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorchExecutor:
+    """The partition's embedded program with PyTorch on ``device`` (chosen by the delegate), ``reason`` saying
+    why not TensorRT."""
+    blob = _blob(parsed)
     log.warning("et_tensorrt: partition runs with PyTorch on %s: %s", device, reason)
-    return PyTorchExecutor(blob, device, reason)
+    return _recorded(PyTorchExecutor(blob, device, reason), blob)
+
+
+def create_executor(blob, cuda_devices: int | None = None):
+    """The executor the C++ delegate builds for ``blob`` (bytes), with its choice (a dict: executor, device,
+    recorded_device, reason). ``cuda_devices`` fakes the CUDA device count (tests, fuzzers)."""
+    from .. import _C
+
+    return _C.create_executor(blob, cuda_devices)

@@ -107,7 +107,7 @@ IoEntry read_entry(Reader& r, uint32_t i) {
   const std::string what = "I/O entry " + std::to_string(i);
   IoEntry e;
   const uint8_t role = r.read<uint8_t>();
-  if (role > 1) {
+  if (role > 2) {
     fail(what + " has unknown role " + std::to_string(role));
   }
   e.role = static_cast<IoRole>(role);
@@ -135,6 +135,10 @@ IoEntry read_entry(Reader& r, uint32_t i) {
       fail(what + " dim " + std::to_string(d) + " has an invalid range");
     }
     e.dims.push_back(range);
+  }
+  if (e.is_size() && (rank != 1 || e.dtype != EtScalarType::Long)) {
+    fail(what + " is a size with rank " + std::to_string(rank) + " and dtype code " +
+         std::to_string(static_cast<int>(e.dtype)) + ": a size needs rank 1 (its value range) and dtype int64");
   }
   return e;
 }
@@ -484,7 +488,7 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   const uint32_t count = r.read<uint32_t>();
   for (uint32_t i = 0; i < count; ++i) {
     IoEntry e = read_entry(r, i);
-    (e.role == IoRole::Input ? blob.inputs : blob.outputs).push_back(std::move(e));
+    (e.role == IoRole::Output ? blob.outputs : blob.inputs).push_back(std::move(e));
   }
   if (r.remaining() != 0) {
     fail("IO_TABLE has trailing bytes");

@@ -23,7 +23,9 @@ constexpr uint16_t kBlobFormatVersion = 2;        // what preprocess writes
 constexpr uint16_t kOldestBlobFormatVersion = 1;  // still read (its PROGRAM by the safe loader)
 constexpr size_t kWeightAlignment = 64;           // WEIGHTS payload and every datum in it
 
-enum class IoRole : uint8_t { Input = 0, Output = 1 };
+// Size: an integer argument (a SymInt the partition reads), passed by ExecuTorch as an Int EValue; its one
+// "dim" is the range of its value, its name the engine input it binds ("" when the engine derives it).
+enum class IoRole : uint8_t { Input = 0, Output = 1, Size = 2 };
 
 struct DimRange {
   int64_t min, opt, max;  // max == -1: unbounded
@@ -36,6 +38,7 @@ struct IoEntry {
   EtDevice recorded_device{EtDeviceType::CPU, 0};  // where the graph recorded this value
   std::string name;
   std::vector<DimRange> dims;
+  bool is_size() const { return role == IoRole::Size; }
 };
 
 // The graph-signature kind of a weight: what the embedded program lifts it as.
@@ -86,7 +89,7 @@ struct ByteSpan {
 struct DelegateBlob {
   uint16_t version = 0;
   EtDevice execution_device{EtDeviceType::CUDA, 0};
-  std::vector<IoEntry> inputs;
+  std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
   ByteSpan engine;     // serialized TensorRT engine; absent when the build was left to PyTorch
   ByteSpan program;    // version 1 only: torch.export.save archive of the partition

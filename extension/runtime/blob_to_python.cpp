@@ -14,7 +14,7 @@ py::dict io_entry_dict(const IoEntry& e) {
   for (const DimRange& d : e.dims) dims.append(py::make_tuple(d.min, d.opt, d.max));
   py::dict out;
   out["name"] = e.name;
-  out["role"] = e.role == IoRole::Input ? "input" : "output";
+  out["role"] = e.role == IoRole::Size ? "size" : e.role == IoRole::Input ? "input" : "output";
   out["dtype_code"] = static_cast<int>(e.dtype);
   out["dtype"] = py::none();
   try {

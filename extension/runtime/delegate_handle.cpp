@@ -9,9 +9,10 @@
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
-#include "blob_to_python.h"
+#include "executor_choice.h"
 #include "plan_recorder.h"
 #include "pointer_residence.h"
+#include "python_error.h"
 
 namespace py = pybind11;
 using executorch::runtime::EValue;
@@ -20,27 +21,6 @@ namespace et_tensorrt {
 namespace {
 
 thread_local std::string t_last_error;
-
-// "Type: message" of a Python exception, without pybind11's traceback: the one line a user reads.
-std::runtime_error python_error(const py::error_already_set& e) {
-  std::string type = "Exception", what;
-  try {
-    type = py::str(e.type().attr("__name__")).cast<std::string>();
-    what = py::str(e.value()).cast<std::string>();
-  } catch (...) {
-    what = e.what();
-  }
-  return std::runtime_error(type + ": " + what);
-}
-
-// Releases the section views handed to the executor (see the constructor).
-void release_views(const py::dict& parsed) {
-  for (const auto& item : parsed) {
-    if (PyMemoryView_Check(item.second.ptr())) {
-      item.second.attr("release")();  // BufferError if the executor still exports it: a bug, reported
-    }
-  }
-}
 
 } // namespace
 
@@ -75,25 +55,12 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
       blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
       blob_(parse_delegate_blob(blob_data_, blob_size_)) {
   py::gil_scoped_acquire gil;
-  py::object create = py::module_::import("et_tensorrt.runtime.executors").attr("create_executor");
-  // The executor gets the blob already parsed: its sections as memoryviews of the buffer, released once it is
-  // built (a view it kept anyway would then raise rather than read freed memory), and its WEIGHTS as tensors
-  // viewing the buffer in place (the PyTorch executor's weights: no copy), each holding buffer_ alive.
-  py::dict parsed = blob_to_python(
-      blob_, blob_data_,
-      py::memoryview::from_memory(blob_data_, static_cast<py::ssize_t>(blob_size_)), buffer_);
   try {
-    executor_ = create(parsed);
+    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_);
   } catch (const py::error_already_set& e) {
-    release_views(parsed);
-    throw python_error(e);
-  } catch (...) {
-    release_views(parsed);
-    throw;
+    throw python_error(e);  // ExecuTorch's init failure carries one line, not a traceback
   }
-  release_views(parsed);
-  execution_device_ = torch_to_executorch_device(executor_.attr("device").cast<c10::Device>());
-  executor_kind_ = executor_.attr("kind").cast<std::string>();
+  execution_device_ = choice_.device;
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
@@ -139,7 +106,7 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
-  const std::vector<at::Tensor> inputs = bind_inputs(*plan, args);
+  const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
   const auto run_start = std::chrono::steady_clock::now();
   const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
@@ -162,14 +129,19 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   in_args.reserve(n_in);
   out_args.reserve(n_out);
   for (size_t i = 0; i < args.size(); ++i) {
+    if (i < n_in && args[i]->isInt()) {  // a size the partition reads (SymInt): checked by the plan
+      in_args.push_back(size_argument_info(args[i]->toInt()));
+      continue;
+    }
     if (!args[i]->isTensor()) {
-      throw PlacementCountError("delegate argument " + std::to_string(i) + " is not a tensor");
+      throw PlacementCountError("delegate argument " + std::to_string(i) + " is neither a tensor nor a size");
     }
     (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
   auto plan = std::make_shared<PlacementPlan>(
-      plan_placement(in_args, out_args, blob_, execution_device_, executor_kind_, writes_in_place_));
+      plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor, writes_in_place_));
   plan->executor_detail = executor_detail_;
+  plan->executor_reason = choice_.reason;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());
@@ -177,11 +149,15 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   return plan;
 }
 
-std::vector<at::Tensor> DelegateHandle::bind_inputs(const PlacementPlan& plan,
-                                                    executorch::runtime::Span<EValue*> args) {
-  std::vector<at::Tensor> inputs;
+std::vector<c10::IValue> DelegateHandle::bind_inputs(const PlacementPlan& plan,
+                                                     executorch::runtime::Span<EValue*> args) {
+  std::vector<c10::IValue> inputs;
   inputs.reserve(plan.inputs.size());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i].action == Placement::Value) {  // a size: the executor takes the int
+      inputs.emplace_back(args[i]->toInt());
+      continue;
+    }
     at::Tensor caller = torch_view(args[i]->toTensor());
     if (plan.inputs[i].action == Placement::Share) {
       inputs.push_back(std::move(caller));
@@ -203,11 +179,13 @@ std::vector<at::Tensor> DelegateHandle::bind_outputs(const PlacementPlan& plan,
   return targets;
 }
 
-std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<at::Tensor>& inputs,
+std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<c10::IValue>& inputs,
                                                    const std::vector<at::Tensor>& targets) {
   py::gil_scoped_acquire gil;
   py::tuple py_inputs(inputs.size()), py_targets(targets.size());
-  for (size_t i = 0; i < inputs.size(); ++i) py_inputs[i] = py::cast(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {  // sizes go to the executor as Python ints
+    py_inputs[i] = inputs[i].isInt() ? py::object(py::int_(inputs[i].toInt())) : py::cast(inputs[i].toTensor());
+  }
   for (size_t i = 0; i < targets.size(); ++i) py_targets[i] = targets[i].defined() ? py::cast(targets[i]) : py::none();
   py::sequence results;
   try {
@@ -230,14 +208,15 @@ void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at:
                              std::to_string(n_out) + " outputs");
   }
   for (size_t i = 0; i < n_out; ++i) {
-    if (plan.outputs[i].action == Placement::Share) {
-      continue;  // the executor wrote into the caller's memory
-    }
     const at::Tensor& result = results[i];
     executorch::aten::Tensor& out = args[n_in + i]->toTensor();
     c10::SmallVector<executorch::aten::SizesType, 8> sizes(result.sizes().begin(), result.sizes().end());
+    // A dynamic output: ExecuTorch planned its upper bound; it takes the shape of this call's result.
     if (executorch::runtime::resize_tensor(out, {sizes.data(), sizes.size()}) != executorch::runtime::Error::Ok) {
       throw std::runtime_error("output " + std::to_string(i) + " cannot be resized to the executor's result shape");
+    }
+    if (plan.outputs[i].action == Placement::Share) {
+      continue;  // the executor wrote into the caller's memory
     }
     torch_view(out).copy_(result);  // d2h / d2d / layout: torch picks the copy kind from the two devices
   }

@@ -1,11 +1,11 @@
 // Per-call binding for one delegate (one partition): reads the ExecuTorch descriptors of its
 // arguments, computes the placement plan, moves data where the plan says, and runs the executor.
 //
-// The executor is chosen and built in Python (et_tensorrt.runtime.executors): TensorRT through its Python
-// API where it can run (each call then takes the GIL), otherwise the partition's exported program with
-// PyTorch — through a C++ GraphInterpreter (no Python, no GIL per call) where the graph allows. This class owns the
-// blob bytes (ExecuTorch's processed buffer itself, never a copy), the executor and the staging buffers (reused
-// across calls while shapes stay the same).
+// The executor is chosen at init (executor_choice.h, recorded in every plan) and built by
+// et_tensorrt.runtime.executors: TensorRT through its Python API where it can run (each call then takes the
+// GIL), otherwise the partition's exported program with PyTorch — through a C++ GraphInterpreter (no Python,
+// no GIL per call) where the graph allows. This class owns the blob bytes (ExecuTorch's processed buffer
+// itself, never a copy), the executor and the staging buffers (reused across calls while shapes stay the same).
 #pragma once
 
 #include <torch/python.h>
@@ -20,6 +20,7 @@
 #include <executorch/runtime/core/span.h>
 
 #include "blob_reader.h"
+#include "executor_choice.h"
 #include "graph_interpreter.h"
 #include "placement_plan.h"
 
@@ -46,14 +47,15 @@ class DelegateHandle {
  private:
   // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
   std::shared_ptr<PlacementPlan> plan_call(executorch::runtime::Span<executorch::runtime::EValue*> args);
-  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device.
-  std::vector<at::Tensor> bind_inputs(const PlacementPlan& plan,
+  // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device;
+  // a size argument (action Value) is its int.
+  std::vector<c10::IValue> bind_inputs(const PlacementPlan& plan,
                                       executorch::runtime::Span<executorch::runtime::EValue*> args);
   // Where the executor may write each output in place (the caller's memory), undefined where it allocates.
   std::vector<at::Tensor> bind_outputs(const PlacementPlan& plan,
                                        executorch::runtime::Span<executorch::runtime::EValue*> args);
   // The Python executor's run, under the GIL (TensorRT's Python API, or a graph the interpreter cannot run).
-  std::vector<at::Tensor> run_python(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& targets);
+  std::vector<at::Tensor> run_python(const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& targets);
   // Copies every result the executor did not write in place into ExecuTorch's output.
   void write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
                   executorch::runtime::Span<executorch::runtime::EValue*> args);
@@ -70,7 +72,7 @@ class DelegateHandle {
   std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
   c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
-  std::string executor_kind_;
+  ExecutorChoice choice_;  // which executor, where, why (copied into every plan)
   std::string executor_detail_;
   bool writes_in_place_ = false;
   std::vector<at::Tensor> input_staging_, output_staging_;

@@ -88,7 +88,7 @@ GraphInterpreter::GraphInterpreter(std::vector<at::Tensor> lifted, std::vector<s
   }
 }
 
-std::vector<at::Tensor> GraphInterpreter::run(const std::vector<at::Tensor>& inputs) const {
+std::vector<at::Tensor> GraphInterpreter::run(const std::vector<c10::IValue>& inputs) const {
   if (inputs.size() != input_slots_.size()) {
     throw std::invalid_argument("graph program takes " + std::to_string(input_slots_.size()) + " inputs, got " +
                                 std::to_string(inputs.size()));

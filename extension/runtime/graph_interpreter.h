@@ -49,7 +49,8 @@ class GraphInterpreter {
                    std::vector<GraphStep> steps, std::vector<size_t> output_slots, size_t n_slots);
 
   // Thread-compatible: concurrent calls need separate interpreters (the delegate handle serializes its own).
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
+  // inputs: tensors, and ints for the partition's size arguments (its SymInt placeholders).
+  std::vector<at::Tensor> run(const std::vector<c10::IValue>& inputs) const;
 
   size_t num_inputs() const { return input_slots_.size(); }
   size_t num_steps() const { return steps_.size(); }

@@ -33,6 +33,9 @@ std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   bool fits = t.sizes.size() == e.dims.size();
   for (size_t d = 0; fits && d < t.sizes.size(); ++d) {
     const DimRange& r = e.dims[d];
+    if (e.role == IoRole::Output && !r.is_static()) {
+      continue;  // ExecuTorch planned its upper bound, which may exceed the engine's; resized after the call
+    }
     fits = t.sizes[d] >= r.min && (r.max == -1 || t.sizes[d] <= r.max);
   }
   if (!fits) {
@@ -41,10 +44,52 @@ std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   return "";
 }
 
-TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+// Whether an output's planned memory holds the engine's largest result (its dims' maxima).
+bool holds_largest(const ArgumentInfo& t, const IoEntry& e) {
+  size_t planned = 1, largest = 1;
+  for (int64_t s : t.sizes) planned *= static_cast<size_t>(s);
+  for (const DimRange& d : e.dims) {
+    if (d.max == -1) return false;
+    largest *= static_cast<size_t>(d.max);
+  }
+  if (planned == 0) return largest == 0;
+  return t.nbytes / planned * largest <= t.nbytes;  // element size x largest element count
+}
+
+// A size argument: checked against its value range, handed over by value.
+TensorPlacement place_size(const ArgumentInfo& t, const IoEntry& e, size_t index) {
   TensorPlacement p;
   p.role = e.role;
   p.index = index;
+  p.action = Placement::Value;
+  if (!t.is_size) {
+    p.action = Placement::Reject;
+    p.reason = "a tensor where the partition takes a size (an integer)";
+    return p;
+  }
+  const DimRange& r = e.dims.at(0);
+  if (t.value < r.min || (r.max != -1 && t.value > r.max)) {
+    p.action = Placement::Reject;
+    p.reason = "size " + std::to_string(t.value) + " outside the engine's range " + range_str(e.dims);
+    return p;
+  }
+  p.reason = e.name.empty() ? "size " + std::to_string(t.value) + ", computed inside the engine from its inputs' shapes"
+                            : "size " + std::to_string(t.value) + ", an engine shape input";
+  return p;
+}
+
+TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+  if (e.is_size()) {
+    return place_size(t, e, index);
+  }
+  TensorPlacement p;
+  p.role = e.role;
+  p.index = index;
+  if (t.is_size) {
+    p.action = Placement::Reject;
+    p.reason = "a size (the integer " + std::to_string(t.value) + ") where the engine takes a tensor";
+    return p;
+  }
   p.address = reinterpret_cast<uintptr_t>(t.data);
   p.reason = t.label_note;
   const bool input = e.role == IoRole::Input;
@@ -94,6 +139,13 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
     p.bytes = t.nbytes;
     return p;
   }
+  if (!input && !holds_largest(t, e)) {
+    p.action = Placement::CopyResult;
+    p.reason += "the planned output memory (" + std::to_string(t.nbytes) + " B) may not hold the engine's largest "
+                "result " + range_str(e.dims);
+    p.bytes = t.nbytes;
+    return p;
+  }
   p.action = Placement::Share;
   return p;
 }
@@ -111,6 +163,16 @@ ArgumentInfo argument_info(const executorch::aten::Tensor& t) {
   return v;
 }
 
+ArgumentInfo size_argument_info(int64_t value) {
+  ArgumentInfo v;
+  v.is_size = true;
+  v.value = value;
+  v.dtype = EtScalarType::Long;
+  return v;
+}
+
+const char* role_name(IoRole role) { return role == IoRole::Output ? "output" : "input"; }
+
 const char* placement_name(Placement p) {
   switch (p) {
     case Placement::Share: return "share";
@@ -119,6 +181,7 @@ const char* placement_name(Placement p) {
     case Placement::CopyDeviceToHost: return "copy d2h";
     case Placement::CopyLayout: return "copy layout";
     case Placement::CopyResult: return "copy result";
+    case Placement::Value: return "value";
     case Placement::Reject: return "reject";
     case Placement::CopyIntoPlanned: return "copy planned";
     case Placement::CopyOut: return "copy out";
@@ -153,7 +216,7 @@ std::string PlacementPlan::rejection_message() const {
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
       if (p.action == Placement::Reject) {
-        out << sep << (p.role == IoRole::Input ? "input " : "output ") << p.index << ": " << p.reason;
+        out << sep << role_name(p.role) << " " << p.index << ": " << p.reason;
         sep = "\n";
       }
     }
@@ -165,9 +228,10 @@ std::string PlacementPlan::repr() const {
   std::ostringstream out;
   out << "PlacementPlan(executor=" << executor << ", device=" << device_str(execution_device)
       << ", bytes_copied=" << bytes_copied() << ")";
+  if (!executor_reason.empty()) out << "\n  executor: " << executor_reason;
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
-      out << "\n  " << (p.role == IoRole::Input ? "input  " : "output ") << p.index << ": " << placement_name(p.action)
+      out << "\n  " << (p.role == IoRole::Output ? "output " : "input  ") << p.index << ": " << placement_name(p.action)
           << " " << device_str(p.from) << " -> " << device_str(p.to);
       if (p.bytes) out << ", " << p.bytes << " B";
       if (!p.reason.empty()) out << "  (" << p.reason << ")";

@@ -22,6 +22,7 @@ enum class Placement : uint8_t {
   CopyDeviceToHost,    // results written on the device, returned into host memory ExecuTorch planned
   CopyLayout,          // same device, but a layout (dim order) the engine cannot read in place
   CopyResult,          // the executor allocates its own results (PyTorch executor); copied into place
+  Value,               // a size argument: an integer handed to the executor by value (no memory)
   Reject,
   // At the method boundary, made by ExecuTorch or the runner, not by a delegate (see runner/method_plan.h):
   CopyIntoPlanned,  // ExecuTorch copied a method input into the memory it planned for it
@@ -30,7 +31,8 @@ enum class Placement : uint8_t {
 
 const char* placement_name(Placement p);
 
-// What the plan needs to know about one ExecuTorch tensor (read from its descriptor, never guessed).
+// What the plan needs to know about one ExecuTorch argument: a tensor (read from its descriptor, never
+// guessed) or a size (an Int EValue: `is_size`, `value`).
 struct ArgumentInfo {
   EtDevice device{EtDeviceType::CPU, 0};
   EtScalarType dtype = EtScalarType::Float;
@@ -39,10 +41,17 @@ struct ArgumentInfo {
   size_t nbytes = 0;
   const void* data = nullptr;
   std::string label_note;  // set when the pointer check corrected the label (see pointer_residence.h)
+  bool is_size = false;
+  int64_t value = 0;  // the size, when is_size
 };
 
 // Reads an ArgumentInfo from an ExecuTorch tensor's own descriptor.
 ArgumentInfo argument_info(const executorch::aten::Tensor& t);
+// A size argument (ExecuTorch passes a SymInt as an Int EValue).
+ArgumentInfo size_argument_info(int64_t value);
+
+// "input" for tensor and size arguments, "output" for results.
+const char* role_name(IoRole role);
 
 struct TensorPlacement {
   IoRole role = IoRole::Input;
@@ -59,6 +68,7 @@ struct PlacementPlan {
   EtDevice execution_device{EtDeviceType::CPU, 0};
   std::string executor;         // "tensorrt" or "pytorch"
   std::string executor_detail;  // how it runs: "C++ graph interpreter", "Python graph code (why)", ...
+  std::string executor_reason;  // why not TensorRT (and why not the recorded GPU); empty when TensorRT runs
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
   // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,

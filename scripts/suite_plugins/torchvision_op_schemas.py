@@ -63,8 +63,12 @@ def _torchvision_ops_load() -> bool:
     lib = os.path.join(list(spec.submodule_search_locations)[0], "_C.so")
     try:
         torch.ops.load_library(lib)
-        return True
     except (OSError, RuntimeError):
+        return False
+    try:  # a library that loads without registering its ops (a stub, another build) counts as not loading
+        torch.ops.torchvision.nms.default
+        return True
+    except (AttributeError, RuntimeError):
         return False
 
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import blob_fixtures as fx  # noqa: E402
+import blob_fixtures as fx
 
-from et_tensorrt import blob as B  # noqa: E402
-from et_tensorrt.errors import BlobFormatError  # noqa: E402
+from et_tensorrt import blob as B
+from et_tensorrt.errors import BlobFormatError
 
 
 def test_valid_blob_round_trips():

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_helpers import check_blob, lower, lowered  # noqa: E402
-
-from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt.backend import build_cache, preprocess  # noqa: E402
+from et_tensorrt import compile_specs as cs
+from et_tensorrt.backend import build_cache, preprocess
+from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
 
 class Small(torch.nn.Module):
@@ -31,14 +28,14 @@ def test_second_lowering_is_a_cache_hit(tmp_path, monkeypatch, caplog):
     args = (torch.randn(2, 6),)
     built, hits = preprocess.stats["built"], preprocess.stats["cache_hits"]
     with caplog.at_level(logging.INFO, logger="et_tensorrt"):
-        [(first, part)] = lowered(lower(model, args))
+        [(first, part)] = Tester(model, args).lower_with(SplitPartitioner()).lowered_blobs()
     assert (preprocess.stats["built"], preprocess.stats["cache_hits"]) == (built + 1, hits)
     assert len(list((tmp_path / "engines").glob("*.engine"))) == 1
     assert any("engine 1/1:" in r.getMessage() and "KiB" in r.getMessage() for r in caplog.records)
 
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="et_tensorrt"):
-        [(second, _)] = lowered(lower(model, args))
+        [(second, _)] = Tester(model, args).lower_with(SplitPartitioner()).lowered_blobs()
     assert (preprocess.stats["built"], preprocess.stats["cache_hits"]) == (built + 1, hits + 1)
     assert any("cache hit" in r.getMessage() for r in caplog.records)
     assert second.engine == first.engine
@@ -46,7 +43,8 @@ def test_second_lowering_is_a_cache_hit(tmp_path, monkeypatch, caplog):
     check_blob(second, part)
 
     # other builder settings -> another key -> a real build (also: fp16 and explicit target archs build)
-    [(third, part3)] = lowered(lower(model, args, options={cs.PRECISION: "fp16", cs.TARGET_ARCHS: "sm80,sm86"}))
+    fp16 = SplitPartitioner({cs.PRECISION: "fp16", cs.TARGET_ARCHS: "sm80,sm86"})
+    [(third, part3)] = Tester(model, args).lower_with(fp16).lowered_blobs()
     assert preprocess.stats["built"] == built + 2
     assert third.metadata["engine_cache_key"] != first.metadata["engine_cache_key"]
     assert third.metadata["precision"] == "fp16" and third.metadata["target_archs"] == ["sm80", "sm86"]

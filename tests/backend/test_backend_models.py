@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_helpers import check_blob, lower, lowered, run_program  # noqa: E402
-
-from et_tensorrt import blob as B  # noqa: E402
+from et_tensorrt import blob as B
+from et_tensorrt.testing import SplitPartitioner, Tester, check_blob, run_program
 
 
 class MLP(torch.nn.Module):
@@ -78,11 +73,11 @@ class TwoParts(torch.nn.Module):
         return self.b(torch.sin(torch.relu(self.a(x))))
 
 
-def _lower_case(model, args, **kw):
+def _lower_case(model, args, dynamic_shapes=None, host_ops=()):
     torch.manual_seed(0)
-    edge = lower(model, args, **kw)
-    blobs = lowered(edge)
-    edge.to_executorch()  # must serialize to a .pte
+    tester = Tester(model, args, dynamic_shapes).lower_with(SplitPartitioner(host_ops=host_ops))
+    blobs = tester.lowered_blobs()
+    tester.to_executorch()  # must serialize to a .pte
     return model, args, blobs
 
 

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
-from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_helpers import check_blob, lowered  # noqa: E402
-
-from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt.partition import TensorRTPartitioner  # noqa: E402
+from et_tensorrt.testing import Tester
 
 
 class Net(torch.nn.Module):
@@ -28,11 +20,8 @@ class Net(torch.nn.Module):
 
 def test_tensorrt_partitioner_lowers_and_builds():
     torch.manual_seed(0)
-    ep = torch.export.export(Net().eval(), (torch.randn(3, 8),))
-    partitioner = TensorRTPartitioner(min_block_size=1, compile_specs={cs.VALIDATE: True})
-    edge = to_edge_transform_and_lower(ep, partitioner=[partitioner])
-    blobs = lowered(edge)
-    assert blobs, "nothing was delegated"
-    for blob, partition in blobs:
-        check_blob(blob, partition)
-    edge.to_executorch()
+    tester = Tester(Net(), (torch.randn(3, 8),), min_block_size=1, validate=True)
+    tester.export().to_edge_transform_and_lower()
+    assert tester.lowered_blobs(), "nothing was delegated"
+    tester.check_blobs()
+    tester.to_executorch()

@@ -3,7 +3,8 @@ reduction's ``dtype`` casts its input first, as in PyTorch (the exporter alone c
 
 import torch
 
-import et_tensorrt
+from et_tensorrt.parity import ASSERT_CLOSE_FP32, Tolerances
+from et_tensorrt.testing import Tester
 
 
 class AllDims(torch.nn.Module):
@@ -14,10 +15,8 @@ class AllDims(torch.nn.Module):
 
 def test_all_dim_reductions_slices_and_selects_lower_and_match_eager():
     x = torch.randn(1, 6, 6)
-    pte = et_tensorrt.lower(AllDims(), (x,), min_block_size=1, validate=True)
-    assert et_tensorrt.lower.last_report.host_nodes == {}
-    for got, want in zip(et_tensorrt.Runner(pte).run([x]), AllDims()(x)):
-        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    tester = Tester(AllDims(), (x,)).lower(min_block_size=1, validate=True).check_delegated_all()
+    tester.run_runner().check_parity(tolerances=Tolerances(rtol=1e-6, atol=1e-6))
 
 
 class MeanAsFloat(torch.nn.Module):
@@ -29,7 +28,5 @@ def test_reduction_dtype_casts_the_input_before_reducing():
     # An int64 mean computed in integers and then cast is off by up to 1 (mean([1, 2]) = 1): onnxruntime
     # checks the engine's ONNX against PyTorch (validate=True) and would refuse to build.
     x = torch.randint(0, 10, (5, 10))
-    pte = et_tensorrt.lower(MeanAsFloat(), (x,), min_block_size=1, validate=True)
-    assert et_tensorrt.lower.last_report.host_nodes == {}
-    for got, want in zip(et_tensorrt.Runner(pte).run([x]), MeanAsFloat()(x)):
-        torch.testing.assert_close(got, want)
+    tester = Tester(MeanAsFloat(), (x,)).lower(min_block_size=1, validate=True).check_delegated_all()
+    tester.run_runner().check_parity(tolerances=ASSERT_CLOSE_FP32)

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_helpers import check_blob, lower, lowered, run_program  # noqa: E402
-
-from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt.backend import preprocess  # noqa: E402
-from et_tensorrt.backend.edge_to_aten import edge_to_aten  # noqa: E402
-from et_tensorrt.backend.onnx_export import export_onnx  # noqa: E402
-from et_tensorrt.backend.validation import validate  # noqa: E402
-from et_tensorrt.errors import EngineBuildError, ValidationError  # noqa: E402
+from et_tensorrt import compile_specs as cs
+from et_tensorrt.backend import preprocess
+from et_tensorrt.backend.edge_to_aten import edge_to_aten
+from et_tensorrt.backend.onnx_export import export_onnx
+from et_tensorrt.backend.validation import validate
+from et_tensorrt.errors import EngineBuildError, ValidationError
+from et_tensorrt.testing import SplitPartitioner, Tester, check_blob, run_program
 
 
 class NonZero(torch.nn.Module):
@@ -42,7 +38,7 @@ def _find(excinfo, kind):
 
 def test_parser_rejected_op_is_named():
     with pytest.raises(Exception) as excinfo:
-        lower(NonZero(), (torch.randn(4, 3),))
+        Tester(NonZero(), (torch.randn(4, 3),)).lower_with(SplitPartitioner())
     err = _find(excinfo, EngineBuildError)
     assert err is not None, excinfo.value
     assert "NonZero" in str(err)
@@ -68,24 +64,24 @@ def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
     before = preprocess.stats["fallbacks"]
     model = Mlp().eval()
     with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
-        edge = lower(model, (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
+        tester = Tester(model, (torch.randn(4, 3),)).lower_with(SplitPartitioner({cs.PASS_THROUGH_BUILD_FAILURES: False}))
     assert preprocess.stats["fallbacks"] == before + 1
     assert any("left to the host" in r.getMessage() and "simulated" in r.getMessage() for r in caplog.records)
-    [(blob, partition)] = lowered(edge)
+    [(blob, partition)] = tester.lowered_blobs()
     assert blob.engine is None
     assert "simulated" in blob.metadata["fallback_reason"]
     program = check_blob(blob, partition, expect_engine=False)
     x = torch.randn(4, 3)
     (got,) = run_program(program, (x,))
     torch.testing.assert_close(got, model(x))
-    edge.to_executorch()
+    tester.to_executorch()
 
 
 def test_a_partition_outside_the_op_table_cannot_be_embedded():
     """A partitioner that delegates an op outside the table (this test's split partitioner does) gets a
     program the runtime's safe loader would refuse: lowering says so instead of writing it."""
     with pytest.raises(Exception) as excinfo:
-        lower(NonZero(), (torch.randn(4, 3),), options={cs.PASS_THROUGH_BUILD_FAILURES: False})
+        Tester(NonZero(), (torch.randn(4, 3),)).lower_with(SplitPartitioner({cs.PASS_THROUGH_BUILD_FAILURES: False}))
     err = _find(excinfo, EngineBuildError)
     assert err is not None, excinfo.value
     assert "safe loader" in str(err) and "aten.nonzero" in str(err)
@@ -93,7 +89,7 @@ def test_a_partition_outside_the_op_table_cannot_be_embedded():
 
 def test_float64_is_refused():
     with pytest.raises(Exception) as excinfo:
-        lower(Double(), (torch.randn(2, 3),))
+        Tester(Double(), (torch.randn(2, 3),)).lower_with(SplitPartitioner())
     err = _find(excinfo, EngineBuildError)
     assert err is not None, excinfo.value
     assert "float64" in str(err)

@@ -219,11 +219,10 @@ def test_refit_refuses_a_weight_the_map_lacks(refit_blob):
 
 def test_refit_blob_runs_its_program_without_a_gpu(refit_blob, model):
     """No GPU: the executor the delegate would build is the PyTorch one, over the embedded program."""
-    from et_tensorrt import _C
     from et_tensorrt.runtime import executors
 
-    executor = executors.create_executor(_C.parse_blob(refit_blob))
-    assert executor.kind == "pytorch" and "no CUDA device" in executor.reason
+    executor, choice = executors.create_executor(refit_blob)
+    assert choice["executor"] == "pytorch" and "no CUDA device" in choice["reason"]
     (out,) = executor.run([X], [None])
     torch.testing.assert_close(out, model(X), rtol=1e-4, atol=1e-4)
 

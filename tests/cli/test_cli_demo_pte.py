@@ -38,13 +38,14 @@ def test_demo_lowers_runs_and_checks(demo):
     assert "demo passed" in out
     # The placement rule, both views: placed (fake cuda export) and unplaced (host export).
     assert "graph placed" in out and "graph unplaced" in out
+    # explain reports the program lowering partitions (the edge program): .to("cpu") is a _to_dim_order_copy
     assert re.search(
-        r"^to\s+aten\.to\.dtype_layout\s+cpu\s*\n\s+host: cast:device-change \(cuda:0 -> cpu\)$", out, re.M
+        r"^dim_order_ops__to_dim_order_copy_default\s+dim_order_ops\._to_dim_order_copy\.default\s+cpu\s*\n"
+        r"\s+host: cast:device-change \(cuda:0 -> cpu\)$", out, re.M
     )
-    assert re.search(
-        r"^aten_sigmoid_default\s+aten\.sigmoid\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M
-    )
-    assert re.search(r"^aten_cumsum_default\s+aten\.cumsum\.default\s+cpu\s+host: unsupported-op$", out, re.M)
+    assert re.search(r"^aten_sigmoid_default\s+aten\.sigmoid\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M)
+    # cumsum is in the supported table: only torch_executed_ops keeps it on the host
+    assert re.search(r"^aten_cumsum_default\s+aten\.cumsum\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M)
     assert re.search(r"\[et_tensorrt\] engine 1/1: \d+ nodes, onnx", out)
     assert re.search(r"input 0\s+share\s+cpu -> cpu\s+0\b", out)
     assert re.search(r"^\s+engine 1/1\s+\S+\s+\S+\s+\S+\s+ok$", out, re.M)

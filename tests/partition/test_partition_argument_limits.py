@@ -17,10 +17,13 @@ class Limits(torch.nn.Module):
 def test_argument_limits_are_named_and_the_rest_is_delegated():
     report = explain(torch.export.export(Limits(), (torch.randn(1, 6, 6),)), min_block_size=1)
     refused = {name: str(reason) for name, reason in report.host_nodes.items()}
+    # max_pool2d is max_pool2d_with_indices in the edge program lowering partitions
     assert refused == {
-        "argmax": "unsupported-args (aten.argmax.default: TensorRT's ArgMax/ArgMin needs an explicit dim on an "
-        "input of rank >= 2)",
-        "max_pool2d": "unsupported-args (aten.max_pool2d.default: TensorRT's MaxPool takes no dilation)",
+        "aten_argmax_default": "unsupported-args (aten.argmax.default: TensorRT's ArgMax/ArgMin needs an explicit "
+        "dim on an input of rank >= 2)",
+        "aten_max_pool2d_with_indices_default": "unsupported-args (aten.max_pool2d_with_indices.default: "
+        "TensorRT's MaxPool takes no dilation)",
+        "getitem": "producer-refused (aten_max_pool2d_with_indices_default stays on host)",
     }
     delegated = {name for names in report.partitions.values() for name in names}
-    assert {"argmax_1", "max_pool2d_1"} <= delegated
+    assert {"aten_argmax_default_1", "aten_max_pool2d_with_indices_default_1"} <= delegated

@@ -30,14 +30,14 @@ def test_float64_refused(fake_edge, partition_recording):
 
 
 def test_complex_refused(fake_export):
-    # explain on the torch.export program: complex ops are refused before any lowering.
+    # explain on the torch.export program reports the edge program lowering partitions.
     report = explain(fake_export(Complex, lambda: (torch.empty(8, 2, device="cuda"),)), min_block_size=1)
     assert {n: str(r) for n, r in report.host_nodes.items()} == {
-        "view_as_complex": "unsupported-op (aten.view_as_complex.default)",
-        "mul": "dtype:complex (mul is torch.complex64)",
-        "view_as_real": "unsupported-op (aten.view_as_real.default)",
+        "aten_view_as_complex_copy_default": "unsupported-op (aten.view_as_complex_copy.default)",
+        "aten_mul_tensor": "dtype:complex (aten_mul_tensor is torch.complex64)",
+        "aten_view_as_real_copy_default": "unsupported-op (aten.view_as_real_copy.default)",
     }
-    assert report.delegated == {"relu": "et_tensorrt_0"}
+    assert report.delegated == {"aten_relu_default": "et_tensorrt_0"}
 
 
 def test_dtype_rules():

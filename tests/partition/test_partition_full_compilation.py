@@ -1,15 +1,12 @@
 """require_full_compilation=True raises PartitionError listing every refused node and its reason."""
 
-import sys
-from pathlib import Path
 import pytest
 import torch
 
 from et_tensorrt.errors import PartitionError
 from et_tensorrt.partition import TensorRTPartitioner, explain
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from seed_model import HostBranch, seed_inputs  # noqa: E402
+from models import HostBranch, seed_inputs
 
 
 def test_raises_with_every_refusal(fake_edge, tagged):

@@ -1,15 +1,12 @@
 """explain() and PartitionReport: per-node decisions, no side effects, a readable table."""
 
-import sys
 import warnings
-from pathlib import Path
 
 import torch
 
 from et_tensorrt.partition import PartitionReport, TensorRTPartitioner, explain
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from seed_model import HostBranch, seed_inputs  # noqa: E402
+from models import HostBranch, seed_inputs
 
 
 def test_explain_has_no_side_effects(fake_edge):

@@ -1,15 +1,12 @@
 """The seed bug: `.to(device="cpu", dtype=...)` on a device tensor must not be absorbed."""
 
-import sys
-from pathlib import Path
 import torch
 
 from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
-from et_tensorrt.partition import TensorRTPartitioner, explain
+from et_tensorrt.partition import ReasonCode, TensorRTPartitioner, explain
 from et_tensorrt.partition.device_rules import cast_devices
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from seed_model import HostBranch, seed_inputs  # noqa: E402
+from models import HostBranch, seed_inputs
 
 
 CAST = "dim_order_ops__to_dim_order_copy_default"
@@ -63,10 +60,13 @@ def test_default_min_block_size_drops_the_lone_mul(fake_edge):
     )
 
 
-def test_explain_on_plain_export_sees_aten_to_device(fake_export):
+def test_explain_on_plain_export_reports_the_edge_nodes_lowering_sees(fake_export, fake_edge):
+    # explain applies lowering's decompositions: aten.to.device(mul, cpu, int32) is the edge program's
+    # _to_dim_order_copy, with the same decisions as on the edge program itself.
     report = explain(fake_export(HostBranch, seed_inputs), min_block_size=1)
-    # aten.to.device(mul, cpu, int32): the device is positional here.
-    assert str(report.host_nodes["to"]) == "cast:device-change (cuda:0 -> cpu)"
-    assert report.delegated["mul"] == "et_tensorrt_0"
-    assert report.host_nodes["arange"].code == "device:host-output"
-    assert report.host_nodes["cat"].code == "device:host-output"
+    assert str(report.host_nodes["dim_order_ops__to_dim_order_copy_default"]) == "cast:device-change (cuda:0 -> cpu)"
+    assert report.delegated == {"aten_mul_tensor": "et_tensorrt_0"}
+    assert report.host_nodes["aten_arange_start_step"].code == ReasonCode.DEVICE_HOST_OUTPUT
+    assert report.host_nodes["aten_cat_default"].code == "device:host-output"  # a ReasonCode is a str
+    on_edge = explain(fake_edge(HostBranch, seed_inputs), min_block_size=1)
+    assert on_edge.partitions == report.partitions and on_edge.host_nodes == report.host_nodes

@@ -13,6 +13,8 @@ from et_tensorrt.partition.supported_ops import CAST_OPS, SUPPORTED_OPS, is_supp
 def _resolve(name):
     if name.startswith("_operator."):  # Python's size arithmetic on SymInts
         return getattr(operator, name.split(".", 1)[1])
+    if name.startswith("torch.sym_"):  # torch.sym_max / sym_min on SymInts
+        return getattr(torch, name.split(".", 1)[1])
     namespace, op, overload = name.split(".")
     return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 

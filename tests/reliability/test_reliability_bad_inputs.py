@@ -24,9 +24,9 @@ from et_tensorrt.errors import (
     UnsupportedDtypeError,
 )
 
+import blob_fixtures as F
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-import blob_fixtures as F  # noqa: E402
 
 
 def valid_call_succeeds():
@@ -211,7 +211,7 @@ def test_tensorrt_missing_is_reported_by_create_executor(monkeypatch):
         assert engine is None and reason.startswith("no TensorRT runtime (")
         m.setenv(executors.FALLBACK_ENV, "error")
         with pytest.raises(RuntimeError, match=r"TensorRT cannot execute this partition here: no TensorRT runtime"):
-            executors.create_executor(_C.parse_blob(blob))
+            executors.create_executor(blob, cuda_devices=1)
     # Unpatched, on this machine: the reason is the missing GPU, not TensorRT.
     engine, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
     if not torch.cuda.is_available():

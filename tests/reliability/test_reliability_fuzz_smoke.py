@@ -8,7 +8,6 @@ LayoutError / UnsupportedDtypeError / UnsupportedDeviceError exactly as an indep
 
 import importlib.util
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +19,9 @@ from hypothesis import strategies as st
 from et_tensorrt import _C
 from et_tensorrt.errors import BlobFormatError
 
+import blob_fixtures as F
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-import blob_fixtures as F  # noqa: E402
 
 
 def _load(name):

@@ -1,5 +1,5 @@
-"""Fixtures for the runtime tests: the fluent ``Tester`` (tests/runtime/runtime_harness.py) and three
-models lowered once per session (MLP, conv net, dynamic-batch head), shared by the parity, zero-copy,
+"""Fixtures for the runtime tests: the fluent ``Tester`` (et_tensorrt/testing/tester.py) and three
+models (tests/models.py) lowered once per session (MLP, conv net, dynamic-batch head), shared by the parity, zero-copy,
 bad-input, layout and placement tests.
 
 Lowering costs ~5-15 s per model here (ONNX export and edge decompositions dominate): models used by
@@ -8,14 +8,13 @@ one file only are lowered once per module (``scope="module"`` fixtures), the sha
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_harness import DYNAMIC_BATCH, MLP, ConvNet, DynamicHead, Tester, delegate_blobs  # noqa: E402
+from models import DYNAMIC_BATCH, MLP, ConvNet, DynamicHead
+
+from et_tensorrt.inspection import delegate_blobs
+from et_tensorrt.testing import Tester
 
 
 @pytest.fixture(autouse=True)

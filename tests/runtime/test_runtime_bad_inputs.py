@@ -10,17 +10,14 @@ message carries the delegate's own reason.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import et_tensorrt
 from et_tensorrt import _C
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_harness import DYNAMIC_BATCH, corrupt_delegate_magic  # noqa: E402
+from blob_fixtures import corrupt_delegate_magic
+from models import DYNAMIC_BATCH
 
 
 @pytest.fixture(scope="module")

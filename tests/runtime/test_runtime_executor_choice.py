@@ -25,7 +25,7 @@ def test_pytorch_executor_on_the_host_with_one_log_line(mlp_tester, caplog):
         runner.run([torch.randn(2, 8)])  # the method (and its delegate) loads on the first run
         runner.run([torch.randn(2, 8)])
     lines = [r.getMessage() for r in caplog.records if r.name == "et_tensorrt"]
-    assert lines == ["et_tensorrt: partition runs with PyTorch on cpu: no CUDA device is available"]
+    assert lines == ["et_tensorrt: partition runs with PyTorch on cpu: no CUDA device is available; runs on cpu instead of cuda:0"]
     plan = runner.last_plan
     assert plan.executor == "pytorch"
     assert plan.execution_device == torch.device("cpu")  # the blob asked for cuda:0; none is usable
@@ -33,6 +33,7 @@ def test_pytorch_executor_on_the_host_with_one_log_line(mlp_tester, caplog):
 
 @needs_no_cuda
 def test_fallback_error_refuses_through_the_runner(mlp_tester, monkeypatch):
+    mlp_tester.runner.run([torch.randn(2, 8)])  # loads its method (and delegate) before the variable is set
     monkeypatch.setenv("ET_TENSORRT_FALLBACK", "error")
     runner = et_tensorrt.Runner(mlp_tester.pte)
     with pytest.raises(et_tensorrt.RunnerError) as info:

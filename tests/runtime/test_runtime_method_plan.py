@@ -3,17 +3,14 @@ a method without a delegate still reports ExecuTorch's own copies; a wrong shape
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 import torch
 
 import et_tensorrt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_harness import MLP  # noqa: E402
+from models import MLP
 
 
 def test_two_runners_on_two_threads_always_see_their_own_plans(mlp_tester):

@@ -2,17 +2,17 @@
 
 import pytest
 import torch
+from models import MLP
 
-import et_tensorrt
+from et_tensorrt.testing import Tester
 
 
 @pytest.fixture(scope="module")
 def unplanned_outputs():
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
     x = torch.randn(2, 8)
-    runner = et_tensorrt.Runner(et_tensorrt.lower(model, (x,), min_block_size=1, zero_copy_outputs=True))
-    return model, x, runner
+    tester = Tester(MLP(), (x,)).lower(min_block_size=1, zero_copy_outputs=True)
+    return tester.original_module, x, tester.runner
 
 
 def test_caller_output_is_written_in_place(unplanned_outputs):

@@ -11,14 +11,12 @@ The Runner and executorch.runtime run the same delegate, so they must agree with
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_harness import DYNAMIC_BATCH, Tester, delegate_blobs  # noqa: E402
+from models import DYNAMIC_BATCH
+
+from et_tensorrt.testing import Tester
 
 
 class Block(torch.nn.Module):
@@ -109,40 +107,31 @@ def scalar_constant():
     return Tester(ScalarConstant(), (torch.randn(4, 5),)).lower(min_block_size=1)
 
 
-def _fully_delegated(t: Tester):
-    assert len(t.report.partitions) == 1, str(t.report)
-    assert not t.report.host_nodes, str(t.report)
-    assert len(delegate_blobs(t.pte)) == 1
-
-
 def test_mlp(mlp_tester):
     """addmm (edge) vs linear (eager): last-bit differences, so tolerance, not bit equality."""
-    _fully_delegated(mlp_tester)
+    mlp_tester.check_partitions(1).check_delegated_all()
     mlp_tester.run_both(torch.randn(2, 8)).check_parity()
     assert mlp_tester.runner.last_plan.executor == "pytorch"
 
 
 def test_conv_net_is_bit_exact(conv_tester):
     """Convolution and batch norm decompose to the same aten kernels: observed bit-exact."""
-    _fully_delegated(conv_tester)
+    conv_tester.check_partitions(1).check_delegated_all()
     conv_tester.run_both(torch.randn(2, 3, 8, 8)).check_parity(exact=True)
     assert conv_tester.runner_outputs[0].shape == (2, 4, 3, 3)
 
 
 def test_transformer_block(block):
     """LayerNorm, softmax, matmul, GELU and residuals, all in one partition; tolerance (addmm, reductions)."""
-    _fully_delegated(block)
+    block.check_partitions(1).check_delegated_all()
     block.run_both(torch.randn(2, 5, 16)).check_parity()
 
 
 def test_host_op_between_two_partitions(host_between):
     """sigmoid forced onto the host (torch_executed_ops) splits the graph into two delegates; the host op runs
     on ExecuTorch's CPU kernels between them."""
-    report = host_between.report
-    assert len(report.partitions) == 2, str(report)
-    assert list(report.host_nodes) == ["aten_sigmoid_default"], str(report)
-    assert "torch_executed_ops" in str(report.host_nodes["aten_sigmoid_default"])
-    assert len(delegate_blobs(host_between.pte)) == 2
+    host_between.check_partitions(2).check_host_nodes(["aten_sigmoid_default"])
+    assert "torch_executed_ops" in str(host_between.report.host_nodes["aten_sigmoid_default"])
     host_between.run_both(torch.randn(3, 8)).check_parity()
     # Every delegate's plan, in call order: the first reads the caller's x, the second the host op's output.
     x = host_between.last_inputs[0]
@@ -159,7 +148,7 @@ def test_host_op_between_two_partitions(host_between):
 @pytest.mark.parametrize("batch", [DYNAMIC_BATCH[0], 7, DYNAMIC_BATCH[1]])
 def test_dynamic_batch(dynamic_tester, batch):
     """One program, several batch sizes in the exported range (both ends included)."""
-    _fully_delegated(dynamic_tester)
+    dynamic_tester.check_partitions(1).check_delegated_all()
     dynamic_tester.run_both(torch.randn(batch, 8)).check_parity()
     assert dynamic_tester.runner_outputs[0].shape == (batch, 4)
     assert dynamic_tester.runner.last_plan.inputs[0].bytes == 0  # shared at every size
@@ -167,7 +156,7 @@ def test_dynamic_batch(dynamic_tester, batch):
 
 def test_int_casts_and_cat_are_exact(casts_cat):
     """float -> int32 truncation, int64 -> int32, cat of int32 and of float32: exact by nature."""
-    _fully_delegated(casts_cat)
+    casts_cat.check_partitions(1).check_delegated_all()
     x = torch.randn(2, 3) * 3
     ids = torch.randint(-50, 50, (2, 3))
     casts_cat.run_both([x, ids]).check_parity(exact=True)
@@ -176,7 +165,7 @@ def test_int_casts_and_cat_are_exact(casts_cat):
 
 def test_multiple_outputs(three_outputs):
     """Three outputs of different shapes come back in the model's order (tolerance: addmm, sum)."""
-    _fully_delegated(three_outputs)
+    three_outputs.check_partitions(1).check_delegated_all()
     three_outputs.run_both(torch.randn(3, 8)).check_parity()
     assert [tuple(o.shape) for o in three_outputs.runner_outputs] == [(3, 4), (3,), (3, 8)]
     assert len(three_outputs.runner.last_plan.outputs) == 3
@@ -184,7 +173,7 @@ def test_multiple_outputs(three_outputs):
 
 def test_python_scalar_constant_is_exact(scalar_constant):
     """``x * 2.0 + 1``: the Python scalars become constants inside the delegate; elementwise, so exact."""
-    _fully_delegated(scalar_constant)
+    scalar_constant.check_partitions(1).check_delegated_all()
     x = torch.randn(4, 5)
     scalar_constant.run_both([x]).check_parity(exact=True)
     # The scalars are baked in (or passed as constant inputs): a different x gives the new result.

@@ -48,16 +48,16 @@ def pte(tmp_path_factory):
 def test_fallback_weights_are_views_of_the_mapped_pte(pte, monkeypatch):
     path, model, x = pte
     seen = {}
-    create = executors.create_executor
+    create = executors.pytorch_executor
 
-    def spy(parsed):
-        executor = create(parsed)
+    def spy(parsed, device, reason):
+        executor = create(parsed, device, reason)
         seen["views"] = [t.data_ptr() for t in parsed["weight_views"]]
         seen["lifted"] = [t.data_ptr() for t in executor._lifted]
         seen["maps"] = _file_mappings(path)
         return executor
 
-    monkeypatch.setattr(executors, "create_executor", spy)
+    monkeypatch.setattr(executors, "pytorch_executor", spy)
     runner = Runner(path)
     (out,) = runner.run([x])
     torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
@@ -75,13 +75,13 @@ def test_views_keep_the_buffer_alive_after_the_delegate_is_gone(pte, monkeypatch
     """A weight view that outlives its delegate still reads the right bytes: each view holds the buffer."""
     path, model, x = pte
     kept = {}
-    create = executors.create_executor
+    create = executors.pytorch_executor
 
-    def spy(parsed):
+    def spy(parsed, device, reason):
         kept["views"] = list(parsed["weight_views"])
-        return create(parsed)
+        return create(parsed, device, reason)
 
-    monkeypatch.setattr(executors, "create_executor", spy)
+    monkeypatch.setattr(executors, "pytorch_executor", spy)
     runner = Runner(path)
     runner.run([x])
     runner.close()

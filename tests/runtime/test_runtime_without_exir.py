@@ -11,8 +11,10 @@ import textwrap
 
 import pytest
 import torch
+from models import MLP
 
 import et_tensorrt
+from et_tensorrt.testing import Tester
 
 RUN = textwrap.dedent(
     """
@@ -31,28 +33,16 @@ RUN = textwrap.dedent(
 )
 
 
-class HostRelu(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(8, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory, _engine_cache_dir):
     torch.manual_seed(0)
-    model = HostRelu().eval()
     x = torch.randn(2, 8)
-    pte = et_tensorrt.lower(model, (x,), min_block_size=1, torch_executed_ops=["aten.relu.default"])
-    assert et_tensorrt.lower.last_report.host_nodes, "relu must stay on the host (an ExecuTorch CPU kernel)"
+    tester = Tester(MLP(), (x,)).lower(min_block_size=1, torch_executed_ops=["aten.relu.default"])
+    tester.check_host_nodes(["aten_relu_default"])  # relu stays on the host: an ExecuTorch CPU kernel
     folder = tmp_path_factory.mktemp("no_exir")
-    (folder / "p.pte").write_bytes(pte)
+    (folder / "p.pte").write_bytes(tester.pte)
     torch.save(x, folder / "x.pt")
-    with torch.no_grad():
-        return folder, model(x)
+    return folder, tester.expected([x])[0]
 
 
 def _run(folder, *extra):

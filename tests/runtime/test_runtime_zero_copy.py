@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import et_tensorrt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runtime_harness import MLP, Tester  # noqa: E402
+from models import MLP
+
+from et_tensorrt.testing import Tester
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,12 @@ import torch
 @pytest.fixture(scope="session")
 def lowered(_engine_cache_dir):
     """(program bytes, model, example input): Linear(8, 16) -> ReLU -> Linear(16, 4), fully delegated."""
-    import et_tensorrt
+    from models import MLP
+
+    from et_tensorrt.testing import Tester
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    model = MLP()
     x = torch.randn(2, 8)
-    return et_tensorrt.lower(model, (x,), min_block_size=1), model, x
+    tester = Tester(model, (x,)).lower(min_block_size=1).check_partitions(1).check_delegated_all()
+    return tester.pte, tester.original_module, x

@@ -1,21 +1,18 @@
 """Issue 20's crafted programs: through Runner and ExecuTorch's own runtime, no code from the file runs
-and the file is refused naming the entry. One crafted ``.pte`` per route (tests/security/crafted.py)."""
+and the file is refused naming the entry. One crafted ``.pte`` per route (tests/crafted.py)."""
 
 from __future__ import annotations
 
 import io
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import crafted  # noqa: E402
+import crafted
 
-import et_tensorrt  # noqa: E402  (registers the backend, so ExecuTorch's runtime reaches our loader)
-from et_tensorrt import _C  # noqa: E402
-from et_tensorrt.errors import RunnerError  # noqa: E402
+import et_tensorrt  # registers the backend, so ExecuTorch's runtime reaches our loader
+from et_tensorrt import _C
+from et_tensorrt.errors import RunnerError
 
 ROUTES = crafted.V1_ROUTES + crafted.V2_ROUTES
 

@@ -9,19 +9,16 @@ an engine is matched by keywords; only a GPU run with a version-compatible engin
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import blob_fixtures as F  # noqa: E402
+import blob_fixtures as F
 
-from et_tensorrt import _C  # noqa: E402
-from et_tensorrt.errors import EngineRefusedError  # noqa: E402
-from et_tensorrt.runtime import engine_loading  # noqa: E402
+from et_tensorrt import _C
+from et_tensorrt.errors import EngineRefusedError
+from et_tensorrt.runtime import engine_loading
 
 HOST_CODE_ENGINE = b"vtrt-with-lean-runtime"
 PLAIN_ENGINE = b"vtrt-plain"
@@ -113,7 +110,7 @@ def test_the_delegate_refuses_at_init_rather_than_falling_back(monkeypatch):
     monkeypatch.setattr(trt, "module", lambda: FakeTrt)
     monkeypatch.setattr(engine_loading, "make_logger", lambda trt: FakeLogger())
     with pytest.raises(EngineRefusedError, match="needs host code"):
-        executors.create_executor(_C.parse_blob(blob))
+        executors.create_executor(blob, cuda_devices=1)
 
 
 def test_tensorrt_rtx_has_the_switches_the_loader_sets():
@@ -134,7 +131,7 @@ def test_an_engine_only_blob_fails_init_with_the_reason_where_its_engine_cannot_
 
     engine_only = B.write_blob(F.IO, engine=PLAIN_ENGINE, exec_device_type=1)
     with pytest.raises(RuntimeError, match=r"no CUDA device.*engine-only"):
-        executors.create_executor(_C.parse_blob(engine_only))
+        executors.create_executor(engine_only)
 
 
 def test_a_weight_stripped_engine_is_never_run_unrefitted(monkeypatch):

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import crafted  # noqa: E402
+import crafted
 
-from et_tensorrt import blob as B  # noqa: E402
-from et_tensorrt.embedded_program import load_program, serialize_program  # noqa: E402
-from et_tensorrt.embedded_program.allowed_ops import allowed_targets, unsafe_reason  # noqa: E402
-from et_tensorrt.errors import ProgramRefusedError  # noqa: E402
+from et_tensorrt import blob as B
+from et_tensorrt.embedded_program import load_program, serialize_program
+from et_tensorrt.embedded_program.allowed_ops import allowed_targets, unsafe_reason
+from et_tensorrt.errors import ProgramRefusedError
 
 
 class Net(torch.nn.Module):

@@ -1,35 +1,23 @@
-"""Shared helpers for the backend tests: lowering, blob extraction, checks against the partition."""
+"""Checks of a delegate blob against the partition it was built from (the backend tests' contract checks)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
-from executorch.exir import to_edge_transform_and_lower
-from executorch.exir.lowered_backend_module import get_lowered_submodules
 from torch.export.graph_signature import InputKind, OutputKind
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import SplitPartitioner  # noqa: E402
-
-from et_tensorrt import compile_specs as cs  # noqa: E402
-from et_tensorrt import blob as B  # noqa: E402
-from et_tensorrt import trt  # noqa: E402
-from et_tensorrt.embedded_program import load_program  # noqa: E402
+from et_tensorrt import blob as B
+from et_tensorrt import compile_specs as cs
+from et_tensorrt import trt
+from et_tensorrt.embedded_program import load_program
 
 # What TensorRT writes at offset 0 of a serialized engine (TensorRT-RTX 1.7: b"vtrt"; TensorRT 10: b"ftrt").
 ENGINE_MAGIC = {"tensorrt_rtx": b"vtrt", "tensorrt": b"ftrt"}
 
 
-def lower(model, args, dynamic_shapes=None, options=None, host_ops=()):
-    ep = torch.export.export(model.eval(), args, dynamic_shapes=dynamic_shapes)
-    edge = to_edge_transform_and_lower(ep, partitioner=[SplitPartitioner(options, host_ops)])
-    return edge
+def lowered_blobs(edge) -> list[tuple[B.Blob, torch.export.ExportedProgram]]:
+    """``[(blob, partition ExportedProgram)]`` of an edge program manager, in graph order."""
+    from executorch.exir.lowered_backend_module import get_lowered_submodules
 
-
-def lowered(edge):
-    """[(blob, partition ExportedProgram)] in graph order."""
     out = []
     for _name, lm, _node in get_lowered_submodules(edge.exported_program().graph_module):
         assert lm.backend_id == cs.BACKEND_ID
@@ -37,8 +25,9 @@ def lowered(edge):
     return out
 
 
-def check_blob(blob, partition, *, expect_engine=True):
-    """The blob's I/O table against the partition, the engine's origin, the validation record."""
+def check_blob(blob, partition, *, expect_engine: bool = True):
+    """The blob's I/O table against the partition, the engine's origin, the validation record; returns the
+    blob's embedded program, loaded by the safe loader."""
     sig = partition.graph_signature
     user_inputs = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
     placeholders = {n.name: n for n in partition.graph.nodes if n.op == "placeholder"}
@@ -47,7 +36,8 @@ def check_blob(blob, partition, *, expect_engine=True):
     assert len(blob.inputs) == len(user_inputs), "weights/constants must not be engine inputs"
     assert len(blob.outputs) == len(user_outputs)
     assert blob.io == blob.inputs + blob.outputs, "inputs first, then outputs"
-    for entry, val in zip(blob.inputs + blob.outputs, [placeholders[n].meta["val"] for n in user_inputs] + [o.meta["val"] for o in user_outputs]):
+    values = [placeholders[n].meta["val"] for n in user_inputs] + [o.meta["val"] for o in user_outputs]
+    for entry, val in zip(blob.inputs + blob.outputs, values):
         assert entry.dtype == B.scalar_type_code(val.dtype), (entry, val.dtype)
         assert len(entry.dims) == val.dim()
         assert entry.device == str(val.device) or (entry.device == "cpu" and val.device.type == "cpu")
@@ -78,7 +68,8 @@ def check_blob(blob, partition, *, expect_engine=True):
     return program
 
 
-def run_program(program, args):
+def run_program(program, args) -> tuple:
+    """An ExportedProgram run eagerly, its outputs as a tuple."""
     with torch.no_grad():
         out = program.module()(*args)
     return out if isinstance(out, (tuple, list)) else (out,)

@@ -1,10 +1,13 @@
-"""Test-only partitioner for the backend tests: tags call_function nodes into one or N partitions."""
+"""A test-only partitioner: every call node is delegated, into one partition or several.
+
+The backend tests use it to hand ``preprocess`` graphs the real partitioner would not (a node it keeps on
+the host, a split at a chosen op), so that preprocess's own checks and refusals are what is tested.
+"""
 
 from __future__ import annotations
 
 import operator
 
-import torch
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 
@@ -13,8 +16,11 @@ from et_tensorrt import compile_specs as cs
 
 
 class SplitPartitioner(Partitioner):
-    """Every call_function node goes into a partition; ``split_after`` names nodes (by target) after which
-    a new partition starts, with the node ``split_after`` itself left to the host."""
+    """Every call_function node goes into a partition; a node whose target starts with one of ``host_ops``
+    stays on the host and ends the partition before it (the next delegated node starts a new one).
+
+    ``options`` are compile specs (key -> value); ONNX validation is on unless they turn it off.
+    """
 
     def __init__(self, options=None, host_ops=()):
         self.options = {cs.VALIDATE: True, **(options or {})}
@@ -35,16 +41,16 @@ class SplitPartitioner(Partitioner):
             current.append(node)
         if current:
             groups.append(current)
-        # getitem of a multi-output node must stay with its producer
         tags = {}
         for i, group in enumerate(groups):
             opts = dict(self.options)
-            opts["et_tensorrt.partition_index"] = i + 1
-            opts["et_tensorrt.partition_count"] = len(groups)
+            opts[cs.PARTITION_INDEX] = i + 1
+            opts[cs.PARTITION_COUNT] = len(groups)
             tag = f"tag{i}"
             tags[tag] = DelegationSpec(cs.BACKEND_ID, cs.encode(opts))
             for node in group:
                 node.meta["delegation_tag"] = tag
+        # getitem of a multi-output node must stay with its producer
         for node in exported_program.graph_module.graph.nodes:
             if node.op == "call_function" and node.target is operator.getitem:
                 node.meta["delegation_tag"] = node.args[0].meta.get("delegation_tag")
