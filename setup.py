@@ -64,14 +64,25 @@ setup(
     # builder: TensorRT-RTX's wheels install from the registry; full TensorRT is the `tensorrt` extra. The
     # floors are the versions tested together.
     install_requires=[
-        "torch>=2.13,<2.15", "executorch>=1.5.1,<1.6", "numpy",
-        "tensorrt-rtx>=1.7", "onnx>=1.23", "onnxscript>=0.7", "onnxruntime>=1.32",
+        "torch>=2.13,<2.15",
+        "executorch>=1.5.1,<1.6",
+        "numpy",
+        "tensorrt-rtx>=1.7",
+        "onnx>=1.23",
+        "onnxscript>=0.7",
+        "onnxruntime>=1.32",
     ],
     extras_require={
         "test": [
-            "pytest>=8", "hypothesis",
+            "pytest>=8",
+            "hypothesis",
             # ExecuTorch's backend conformance suite (the CI slice): parallel runs, reports, per-test limits
-            "pytest-xdist", "pytest-json-report", "pytest-timeout",
+            "pytest-xdist",
+            "pytest-json-report",
+            "pytest-timeout",
+            # the lint gate (.ci/run, .pre-commit-config.yaml): pinned so every checkout formats alike
+            "ruff==0.17.6",
+            "clang-format==23.1.5",
         ],
         "fuzz": ["atheris"],  # scripts/fuzz.sh (the pytest smoke versions need only hypothesis)
         "tensorrt": ["tensorrt"],

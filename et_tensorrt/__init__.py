@@ -35,7 +35,7 @@ __version__ = "0.1.0"  # setup.py reads this line
 if not _C.register_backend():
     import warnings
 
-    warnings.warn("et_tensorrt: another library already registered the backend id 'EtTensorRTBackend'")
+    warnings.warn("et_tensorrt: another library already registered the backend id 'EtTensorRTBackend'", stacklevel=2)
 
 # name -> module that defines it; imported on first access (PEP 562) to keep `import et_tensorrt` light.
 _LAZY = {

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 import torch
 
@@ -102,7 +102,7 @@ class DimRange:
         return self.min == self.opt == self.max
 
     @staticmethod
-    def static(n: int) -> "DimRange":
+    def static(n: int) -> DimRange:
         return DimRange(n, n, n)
 
 
@@ -154,16 +154,16 @@ class Blob:
     """A parsed blob. Payloads are ``bytes`` from :func:`read_blob`, views of the runtime's copy in the delegate."""
 
     io: list[IOEntry]
-    engine: Optional[bytes | memoryview] = None
-    graph: Optional[bytes | memoryview] = None  # version 2: torch.export JSON of the partition
+    engine: bytes | memoryview | None = None
+    graph: bytes | memoryview | None = None  # version 2: torch.export JSON of the partition
     weights: list[WeightEntry] = field(default_factory=list)  # version 2: the WEIGHTS table
-    data: Optional[bytes | memoryview] = None  # the whole blob (WEIGHTS offsets index into it)
-    program: Optional[bytes | memoryview] = None  # version 1: torch.export.save archive
-    refit_map: Optional[bytes | memoryview] = None
+    data: bytes | memoryview | None = None  # the whole blob (WEIGHTS offsets index into it)
+    program: bytes | memoryview | None = None  # version 1: torch.export.save archive
+    refit_map: bytes | memoryview | None = None
     refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
-    weight_views: Optional[list] = None
+    weight_views: list | None = None
     metadata: dict = field(default_factory=dict)
     exec_device_type: int = DEVICE_CUDA
     exec_device_index: int = 0
@@ -187,7 +187,7 @@ class Blob:
         return memoryview(self.data)[entry.offset : entry.offset + entry.nbytes]
 
     @staticmethod
-    def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> "Blob":
+    def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> Blob:
         """The dataclass from ``_C.parse_blob``'s dict (or the delegate's). ``copy`` turns payload views
         into ``bytes``; ``metadata`` decodes METADATA's JSON (the runtime never needs it)."""
 
@@ -260,8 +260,10 @@ def encode_io_table(entries: Sequence[IOEntry]) -> bytes:
         if e.role not in _ROLES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown role {e.role}")
         if e.role == ROLE_SIZE and (len(e.dims) != 1 or e.dtype != _LONG):
-            raise BlobFormatError(f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
-                                  "(its value range) and dtype int64")
+            raise BlobFormatError(
+                f"size entry {e.name!r}: rank {len(e.dims)}, dtype {e.dtype}; a size has rank 1 "
+                "(its value range) and dtype int64"
+            )
         if e.device_type not in _DEVICE_NAMES:
             raise BlobFormatError(f"I/O entry {e.name!r}: unknown device type {e.device_type}")
         if len(e.dims) > MAX_RANK:
@@ -292,36 +294,44 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
-    """(raw bytes, strides) for WEIGHTS: a dense tensor keeps its strides (its storage span, in memory
-    order); an expanded or overlapping one is written contiguous."""
+def _storage_span(t: torch.Tensor):
+    """(uint8 array over the storage span t addresses, strides): a dense tensor keeps its strides (its
+    storage span, in memory order); an expanded or overlapping one is made contiguous. No copy when t is a
+    dense host tensor."""
     t = t.detach().cpu()
     if t.numel() == 0:
-        return b"", tuple(t.stride())
+        return None, tuple(t.stride())
     if not _dense(t):
         t = t.contiguous()
     span = torch.as_strided(t, (t.numel(),), (1,)).contiguous()  # the span of storage t addresses
-    return span.view(torch.uint8).numpy().tobytes(), tuple(t.stride())
+    return span.view(torch.uint8).numpy(), tuple(t.stride())
+
+
+def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
+    """(raw bytes, strides) for WEIGHTS (see :func:`_storage_span`)."""
+    span, strides = _storage_span(t)
+    return (b"" if span is None else span.tobytes()), strides
 
 
 def encode_weights(weights: Sequence[Weight]) -> bytes:
     """The WEIGHTS payload: u32 count, u32 0, entries, then each datum at a 64-aligned payload offset."""
     if len(weights) > 0xFFFFFFFF:
         raise BlobFormatError(f"{len(weights)} weights do not fit the WEIGHTS table")
-    entries, datas = [], []
+    entries = []
     for w in weights:
         if w.kind not in WEIGHT_KINDS:
             raise BlobFormatError(f"weight {w.name!r}: kind {w.kind!r} is not one of {WEIGHT_KINDS}")
         if w.tensor.dim() > MAX_RANK:
             raise BlobFormatError(f"weight {w.name!r}: rank {w.tensor.dim()} > {MAX_RANK}")
-        raw, strides = tensor_storage(w.tensor)
-        entries.append((w, raw, strides))
+        span, strides = _storage_span(w.tensor)
+        entries.append((w, span, 0 if span is None else span.nbytes, strides))
     table_size = _WEIGHTS_HEAD.size + sum(
-        _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _ in entries
+        _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _, _ in entries
     )
     table = [_WEIGHTS_HEAD.pack(len(entries), 0)]
     offset = table_size + _pad(table_size, ALIGNMENT)
-    for w, raw, strides in entries:
+    datas = []
+    for w, span, nbytes, strides in entries:
         name = w.name.encode("utf-8")
         if len(name) > 0xFFFF:
             raise BlobFormatError(f"weight name too long ({len(name)} bytes)")
@@ -329,21 +339,22 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
         dtype = scalar_type_code(w.tensor.dtype)
         table.append(
             _WEIGHT_FIXED.pack(
-                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if raw else 0, len(raw)
+                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if nbytes else 0, nbytes
             )
         )
         table.append(name)
         table.append(struct.pack(f"<{w.tensor.dim()}q", *w.tensor.shape))
         table.append(struct.pack(f"<{len(strides)}q", *strides))
-        if raw:
-            datas.append((offset, raw))
-            offset += len(raw) + _pad(len(raw), ALIGNMENT)
-    out = bytearray(b"".join(table))
-    assert len(out) == table_size
-    for at, raw in datas:
-        out += b"\0" * (at - len(out))
-        out += raw
-    return bytes(out)
+        if nbytes:
+            datas.append((offset, span))
+            offset += nbytes + _pad(nbytes, ALIGNMENT)
+    head = b"".join(table)
+    assert len(head) == table_size
+    pieces, at = [head], table_size
+    for offset, span in datas:
+        pieces += [bytes(offset - at), span]
+        at = offset + span.nbytes
+    return b"".join(pieces)  # each tensor's bytes are copied once
 
 
 def write_sections(
@@ -357,31 +368,35 @@ def write_sections(
     alignment: int = ALIGNMENT,
 ) -> bytes:
     """Low-level writer (also used by the fixtures to make deliberately odd blobs). Each payload starts at
-    a multiple of ``alignment`` (zero padding between payloads)."""
+    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object."""
     if len(sections) > MAX_SECTIONS:
         raise BlobFormatError(f"{len(sections)} sections > {MAX_SECTIONS}")
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
-    table, body = [], bytearray()
+    table, placed = [], []
     for kind, payload in sections:
+        size = memoryview(payload).nbytes
         offset += _pad(offset, alignment)
-        table.append(_SECTION.pack(kind, 0, offset, len(payload)))
-        body += b"\0" * (offset - HEADER_SIZE - SECTION_ENTRY_SIZE * len(sections) - len(body))
-        body += payload
-        offset += len(payload)
+        table.append(_SECTION.pack(kind, 0, offset, size))
+        placed.append((offset, payload))
+        offset += size
     header = _HEADER.pack(
         magic, version, flags, HEADER_SIZE, len(sections), offset, exec_device_type, exec_device_index, b"\0" * 6
     )
-    return header + b"".join(table) + bytes(body)
+    pieces, at = [header, *table], HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
+    for start, payload in placed:
+        pieces += [bytes(start - at), payload]
+        at = start + memoryview(payload).nbytes
+    return b"".join(pieces)  # one copy of each payload
 
 
 def write_blob(
     io: Sequence[IOEntry],
     *,
-    engine: Optional[bytes] = None,
-    graph: Optional[bytes] = None,
+    engine: bytes | None = None,
+    graph: bytes | None = None,
     weights: Sequence[Weight] = (),
-    refit_map: Optional[bytes] = None,
-    metadata: Optional[dict] = None,
+    refit_map: bytes | None = None,
+    metadata: dict | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
@@ -395,12 +410,12 @@ def write_blob(
         raise BlobFormatError("a REFIT_MAP needs the ENGINE it refits and the WEIGHTS it refits it from")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
     if engine is not None:
-        sections.append((SECTION_ENGINE, bytes(engine)))
+        sections.append((SECTION_ENGINE, engine))
     if graph is not None:
-        sections.append((SECTION_GRAPH, bytes(graph)))
+        sections.append((SECTION_GRAPH, graph))
         sections.append((SECTION_WEIGHTS, encode_weights(weights)))
     if refit_map is not None:
-        sections.append((SECTION_REFIT_MAP, bytes(refit_map)))
+        sections.append((SECTION_REFIT_MAP, refit_map))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
     return write_sections(sections, exec_device_type, exec_device_index)

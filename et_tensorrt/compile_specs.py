@@ -31,6 +31,7 @@ PASS_THROUGH_BUILD_FAILURES = "et_tensorrt.pass_through_build_failures"  # b"1" 
 WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
+CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -109,10 +110,20 @@ def _positive_int(name: str, *, optional: bool = False) -> Callable[[Any], int |
     return check
 
 
-def _option(key: str, default: Any, doc: str, check: Callable[[Any], Any], encode: Callable[[Any], str] = str):
+def _option(
+    key: str,
+    default: Any,
+    doc: str,
+    check: Callable[[Any], Any],
+    encode: Callable[[Any], str] = str,
+    *,
+    shapes_engine: bool = True,
+):
     """A BuildOptions field: its compile-spec key, what it means, how a value is checked (and normalized:
-    the same function reads a Python value and a compile-spec string) and how it is written as a spec."""
-    return field(default=default, metadata={"key": key, "doc": doc, "check": check, "encode": encode})
+    the same function reads a Python value and a compile-spec string), how it is written as a spec, and
+    whether it can change the engine (then it is part of the build cache's key)."""
+    metadata = {"key": key, "doc": doc, "check": check, "encode": encode, "shapes_engine": shapes_engine}
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,7 @@ class BuildOptions:
         "check each partition's ONNX with onnxruntime against PyTorch before building",
         _flag("validate"),
         _flag_text,
+        shapes_engine=False,  # a cache entry records whether it was validated (build_cache.Entry.validation)
     )
     pass_through_build_failures: bool = _option(
         PASS_THROUGH_BUILD_FAILURES,
@@ -147,6 +159,7 @@ class BuildOptions:
         "a partition TensorRT refuses fails the lowering (False: it runs with PyTorch, with a warning)",
         _flag("pass_through_build_failures"),
         _flag_text,
+        shapes_engine=False,  # only built engines are cached
     )
     workspace_bytes: int | None = _option(
         WORKSPACE_BYTES,
@@ -159,6 +172,14 @@ class BuildOptions:
         2,
         "an unbounded dynamic dim is built up to this factor x its example size",
         _positive_int("unbounded_max_factor"),
+    )
+    cache: bool = _option(
+        CACHE,
+        True,
+        "reuse and store built partitions in the on-disk build cache (see `et-tensorrt cache`)",
+        _flag("cache"),
+        _flag_text,
+        shapes_engine=False,
     )
 
     weights: str = _option(
@@ -183,6 +204,10 @@ class BuildOptions:
     def describe(cls) -> dict[str, str]:
         """Field name -> what it means (for help texts)."""
         return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+    def engine_options(self) -> dict[str, Any]:
+        """The fields that can change the engine (field name -> value): the build cache keys on them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["shapes_engine"]}
 
     def to_specs(self) -> dict[str, str]:
         """Every field as ``compile-spec key -> value text`` (a field left at None is left out)."""

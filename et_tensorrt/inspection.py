@@ -12,12 +12,12 @@ import os
 import struct
 import textwrap
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 from ._text import table
 
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
 _IDENT_OFFSET = 4
+
 
 def _backend_id() -> str:
     # compile_specs imports ExecuTorch's exir (seconds): only once a program is really parsed.
@@ -65,7 +65,7 @@ class DelegateInfo:
     size: int  # processed bytes
     compile_specs: dict = field(default_factory=dict)
     blob: object = None  # et_tensorrt.blob.Blob for our delegates
-    blob_version: Optional[int] = None  # from the blob header, even when the rest does not parse
+    blob_version: int | None = None  # from the blob header, even when the rest does not parse
     blob_error: str = ""
 
     @property
@@ -76,17 +76,17 @@ class DelegateInfo:
 @dataclass
 class MethodInfo:
     name: str
-    inputs: List[ValueInfo]
-    outputs: List[ValueInfo]
-    delegates: List[DelegateInfo]
-    operators: List[str]  # the kernels the method calls on the host (not delegated)
+    inputs: list[ValueInfo]
+    outputs: list[ValueInfo]
+    delegates: list[DelegateInfo]
+    operators: list[str]  # the kernels the method calls on the host (not delegated)
 
 
 @dataclass
 class ProgramInfo:
     size: int
     schema: str  # flatbuffer file identifier, e.g. "ET12"
-    methods: List[MethodInfo]
+    methods: list[MethodInfo]
 
     def method(self, name: str) -> MethodInfo:
         for m in self.methods:
@@ -100,8 +100,7 @@ def check_header(data: bytes, source: str = "input") -> str:
     ident = bytes(data[_IDENT_OFFSET : _IDENT_OFFSET + 4])
     if len(data) < 8 or ident[:2] != b"ET" or not ident[2:].isdigit():
         raise NotAProgramError(
-            f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; "
-            f"found {ident!r})"
+            f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; found {ident!r})"
         )
     return ident.decode()
 
@@ -136,7 +135,7 @@ def _delegate_bytes(program, delegate) -> bytes:
     raise NotAProgramError(f"delegate {delegate.id}: data location {ref.location} could not be read")
 
 
-def _blob_version(data: bytes) -> Optional[int]:
+def _blob_version(data: bytes) -> int | None:
     if len(data) >= 6 and data[:4] == b"ETRT":
         return struct.unpack_from("<H", data, 4)[0]
     return None
@@ -152,7 +151,7 @@ def _deserialize(data: bytes, source: str):
         raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
 
 
-def delegate_blobs(pte: bytes, backend_id: Optional[str] = None) -> list[bytes]:
+def delegate_blobs(pte: bytes, backend_id: str | None = None) -> list[bytes]:
     """The processed bytes of every delegate of ``backend_id`` (default: ours) in a program, in method and
     delegate order: the one way to find blobs in a ``.pte`` (no magic-byte scans)."""
     check_header(pte)
@@ -218,14 +217,18 @@ def _kib(n: int) -> str:
 
 
 def format_program(info: ProgramInfo, source: str = "") -> str:
-    lines = [f"{source or 'program'}: {info.size:,} bytes, ExecuTorch flatbuffer {info.schema}, "
-             f"{len(info.methods)} method(s)"]
+    lines = [
+        f"{source or 'program'}: {info.size:,} bytes, ExecuTorch flatbuffer {info.schema}, "
+        f"{len(info.methods)} method(s)"
+    ]
     for m in info.methods:
         ours = [d for d in m.delegates if d.ours]
         lines.append("")
-        lines.append(f"method {m.name!r}: {len(m.inputs)} input(s), {len(m.outputs)} output(s), "
-                     f"{len(m.delegates)} delegate(s) ({len(ours)} {_backend_id()}), "
-                     f"{len(m.operators)} host kernel(s)")
+        lines.append(
+            f"method {m.name!r}: {len(m.inputs)} input(s), {len(m.outputs)} output(s), "
+            f"{len(m.delegates)} delegate(s) ({len(ours)} {_backend_id()}), "
+            f"{len(m.operators)} host kernel(s)"
+        )
         for i, v in enumerate(m.inputs):
             lines.append(f"  input  {i}: {v}")
         for i, v in enumerate(m.outputs):
@@ -246,20 +249,33 @@ def format_delegate(d: DelegateInfo) -> list:
     if d.blob is None:
         return lines + [f"  blob unreadable: {d.blob_error}"]
     b, meta = d.blob, d.blob.metadata
-    exec_dev = ("cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}")
+    exec_dev = "cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}"
     specs = ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items()))
-    lines.extend(textwrap.wrap(f"execution device {exec_dev}; compile specs: {specs}", 96, initial_indent="  ",
-                               subsequent_indent="    ", break_on_hyphens=False))
+    lines.extend(
+        textwrap.wrap(
+            f"execution device {exec_dev}; compile specs: {specs}",
+            96,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
+    )
     if b.engine is not None:
         engine = f"{_kib(len(b.engine))}"
-        if meta.get("build_seconds") is not None:
-            engine += f", built in {meta['build_seconds']} s" + (" (cache hit)" if meta.get("cache_hit") else "")
+        if meta.get("cache") == "hit":
+            engine += ", from the build cache"
+        elif meta.get("build_seconds") is not None:
+            engine += f", built in {meta['build_seconds']} s"
     else:
-        engine = "none: the partition runs with PyTorch (" + str(meta.get("fallback_reason", "no reason recorded")) + ")"
+        engine = (
+            "none: the partition runs with PyTorch (" + str(meta.get("fallback_reason", "no reason recorded")) + ")"
+        )
     lines.append(f"  engine: {engine}")
     if b.graph is not None:
-        program = (f"graph {_kib(len(b.graph))}, {len(b.weights)} weight(s) "
-                   f"{_kib(sum(w.nbytes for w in b.weights))} (raw, no pickle)")
+        program = (
+            f"graph {_kib(len(b.graph))}, {len(b.weights)} weight(s) "
+            f"{_kib(sum(w.nbytes for w in b.weights))} (raw, no pickle)"
+        )
     elif b.program is not None:
         program = f"version-1 torch.export archive, {_kib(len(b.program))} (read by the safe loader)"
     else:
@@ -275,7 +291,6 @@ def format_delegate(d: DelegateInfo) -> list:
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
     rows = [("role", "name", "dtype", "device", "dims (min..opt..max)")]
     for e in b.io:
-        rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device,
-                     format_dims(e.dims)))
+        rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device, format_dims(e.dims)))
     lines.extend(table(rows, indent="  "))
     return lines

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
 from .compile_specs import BuildOptions
 
 _PARTITIONER_OPTIONS = (
-    "target_device", "min_block_size", "torch_executed_ops", "require_full_compilation", "opt_sizes"
+    "target_device",
+    "min_block_size",
+    "torch_executed_ops",
+    "require_full_compilation",
+    "opt_sizes",
 )
 
 
@@ -26,8 +31,9 @@ def _split_options(options: Mapping[str, Any], build_options: BuildOptions | Non
         elif key in fields or key in field_of_key:
             build[field_of_key.get(key, key)] = value
         else:
-            raise TypeError(f"unknown lowering option {key!r}; expected one of "
-                            f"{sorted(_PARTITIONER_OPTIONS + tuple(fields))}")
+            raise TypeError(
+                f"unknown lowering option {key!r}; expected one of {sorted(_PARTITIONER_OPTIONS + tuple(fields))}"
+            )
     return partitioner, (build_options or BuildOptions()).replace(**build)
 
 
@@ -35,7 +41,7 @@ def lower(
     model: torch.nn.Module | torch.export.ExportedProgram,
     example_inputs: Sequence[torch.Tensor] = (),
     *,
-    dynamic_shapes: Optional[Any] = None,
+    dynamic_shapes: Any | None = None,
     zero_copy_inputs: bool = True,
     zero_copy_outputs: bool = False,
     build_options: BuildOptions | None = None,
@@ -52,7 +58,8 @@ def lower(
     ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
     see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one or as ``build_options`` (keywords override its fields).
+    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one
+    or as ``build_options`` (keywords override its fields).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
     from executorch.exir import to_edge_transform_and_lower
@@ -78,7 +85,7 @@ def make_partitioner(options: Mapping[str, Any], build_options: BuildOptions | N
 def export(
     model: torch.nn.Module | torch.export.ExportedProgram,
     example_inputs: Sequence[torch.Tensor] = (),
-    dynamic_shapes: Optional[Any] = None,
+    dynamic_shapes: Any | None = None,
     *,
     strict: bool = False,
 ) -> torch.export.ExportedProgram:

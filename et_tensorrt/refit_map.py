@@ -25,8 +25,15 @@ PERMUTE = 4  # top = top.permute(dims)
 RESHAPE = 5  # top = top.reshape(dims)
 BN_SCALE = 6  # top = top * (gamma / sqrt(var + eps)) along `axis` (batch norm folded into a weight)
 BN_SHIFT = 7  # top = (top - mean) * gamma / sqrt(var + eps) + beta (folded into a bias; `zero`: top = 0)
-STEP_NAMES = {SOURCE: "source", RAW: "raw", CAST: "cast", PERMUTE: "permute", RESHAPE: "reshape",
-              BN_SCALE: "bn_scale", BN_SHIFT: "bn_shift"}
+STEP_NAMES = {
+    SOURCE: "source",
+    RAW: "raw",
+    CAST: "cast",
+    PERMUTE: "permute",
+    RESHAPE: "reshape",
+    BN_SCALE: "bn_scale",
+    BN_SHIFT: "bn_shift",
+}
 
 _HEAD = struct.Struct("<II")  # entry count, reserved
 _ENTRY = struct.Struct("<HBBHH")  # name_len, dtype, rank, step_count, reserved
@@ -92,7 +99,9 @@ def encode(entries: list[Entry], raw: list[bytes]) -> tuple[bytes, list[Entry]]:
             if s.op == RAW:
                 data = next(raw_iter)
                 if len(data) != s.nbytes:
-                    raise BlobFormatError(f"REFIT_MAP entry {e.name!r}: {len(data)} raw bytes for a {s.nbytes}-byte step")
+                    raise BlobFormatError(
+                        f"REFIT_MAP entry {e.name!r}: {len(data)} raw bytes for a {s.nbytes}-byte step"
+                    )
                 at += (-at) % 64
                 s = Step(RAW, offset=at if data else 0, nbytes=len(data))
                 datas.append((at, data))
@@ -117,9 +126,18 @@ def from_parsed(parsed: list[dict]) -> list[Entry]:
     out = []
     for e in parsed:
         steps = tuple(
-            Step(s["op"], s.get("weight", 0), s.get("offset", 0), s.get("nbytes", 0), s.get("dtype", 0),
-                 tuple(s.get("dims", ())), tuple(s.get("params", ())), s.get("eps", 0.0), s.get("axis", 0),
-                 bool(s.get("zero", False)))
+            Step(
+                s["op"],
+                s.get("weight", 0),
+                s.get("offset", 0),
+                s.get("nbytes", 0),
+                s.get("dtype", 0),
+                tuple(s.get("dims", ())),
+                tuple(s.get("params", ())),
+                s.get("eps", 0.0),
+                s.get("axis", 0),
+                bool(s.get("zero", False)),
+            )
             for s in e["steps"]
         )
         out.append(Entry(e["name"], e["dtype_code"], tuple(e["sizes"]), steps))

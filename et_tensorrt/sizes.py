@@ -126,8 +126,12 @@ class SizeEmitter:
             if not (exponent.is_Integer and int(exponent) >= 1):
                 raise _Unsupported(expr)
             return self._product((base,) * int(exponent))
-        binary = {F.FloorDiv: operator.floordiv, F.CleanDiv: operator.floordiv, F.Mod: operator.mod,
-                  F.PythonMod: operator.mod}
+        binary = {
+            F.FloorDiv: operator.floordiv,
+            F.CleanDiv: operator.floordiv,
+            F.Mod: operator.mod,
+            F.PythonMod: operator.mod,
+        }
         for kind, op in binary.items():
             if isinstance(expr, kind):
                 return self._call(op, self._sub_emit(expr.args[0]), self._sub_emit(expr.args[1]))

@@ -8,7 +8,7 @@ RTX can target compute capabilities ahead of time (``config.set_compute_capabili
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from types import ModuleType
 
 from et_tensorrt.errors import EngineBuildError
@@ -16,7 +16,7 @@ from et_tensorrt.errors import EngineBuildError
 _FLAVOURS = ("tensorrt", "tensorrt_rtx")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load() -> tuple[str, ModuleType]:
     errors = []
     for name in _FLAVOURS:

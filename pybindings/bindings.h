@@ -16,4 +16,4 @@ void bind_runtime(pybind11::module_& m);
 // The PyTorch executor's C++ fast path (extension/runtime/graph_interpreter.h).
 void bind_graph_interpreter(pybind11::module_& m);
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

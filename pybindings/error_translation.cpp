@@ -39,4 +39,4 @@ void register_error_translators(py::module_& m) {
   });
 }
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

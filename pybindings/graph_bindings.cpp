@@ -18,7 +18,8 @@ namespace {
 c10::TypePtr concrete(const c10::TypePtr& type) {
   if (type->kind() == c10::TypeKind::SymIntType) return c10::IntType::get();
   if (auto opt = type->cast<c10::OptionalType>()) {
-    if (opt->getElementType()->kind() == c10::TypeKind::SymIntType) return c10::OptionalType::create(c10::IntType::get());
+    if (opt->getElementType()->kind() == c10::TypeKind::SymIntType)
+      return c10::OptionalType::create(c10::IntType::get());
   }
   return type;
 }
@@ -107,7 +108,8 @@ GraphStep convert_step(const py::handle& enc) {
   } else if (tag == "int") {
     step.kind = GraphStep::Kind::Int;
     step.int_op = int_op(t[1].cast<std::string>());
-    for (const py::handle operand : t[2].cast<py::list>()) step.args.push_back(convert_arg(operand, c10::IntType::get()));
+    for (const py::handle operand : t[2].cast<py::list>())
+      step.args.push_back(convert_arg(operand, c10::IntType::get()));
     step.out = t[3].cast<size_t>();
     step.release = t[4].cast<std::vector<size_t>>();
   } else {
@@ -116,34 +118,35 @@ GraphStep convert_step(const py::handle& enc) {
   return step;
 }
 
-} // namespace
+}  // namespace
 
 void bind_graph_interpreter(py::module_& m) {
   py::class_<GraphInterpreter, std::shared_ptr<GraphInterpreter>>(
       m, "GraphInterpreter", "A partition's aten graph run through the dispatcher from C++ (no Python per call).")
-      .def(py::init([](std::vector<at::Tensor> lifted, std::vector<size_t> lifted_slots,
-                       std::vector<size_t> input_slots, const py::list& steps, std::vector<size_t> output_slots,
-                       size_t n_slots) {
-             std::vector<GraphStep> converted;
-             converted.reserve(steps.size());
-             for (const py::handle s : steps) converted.push_back(convert_step(s));
-             return std::make_shared<GraphInterpreter>(std::move(lifted), std::move(lifted_slots),
-                                                       std::move(input_slots), std::move(converted),
-                                                       std::move(output_slots), n_slots);
-           }),
-           py::arg("lifted"), py::arg("lifted_slots"), py::arg("input_slots"), py::arg("steps"),
-           py::arg("output_slots"), py::arg("n_slots"))
-      .def("run", [](const GraphInterpreter& g, const std::vector<std::variant<at::Tensor, int64_t>>& inputs) {
-        std::vector<c10::IValue> values;  // tensors, and ints for size arguments
-        values.reserve(inputs.size());
-        for (const auto& v : inputs) {
-          values.push_back(std::holds_alternative<int64_t>(v) ? c10::IValue(std::get<int64_t>(v))
-                                                              : c10::IValue(std::get<at::Tensor>(v)));
-        }
-        py::gil_scoped_release no_gil;
-        return g.run(values);
-      })
+      .def(
+          py::init([](std::vector<at::Tensor> lifted, std::vector<size_t> lifted_slots, std::vector<size_t> input_slots,
+                      const py::list& steps, std::vector<size_t> output_slots, size_t n_slots) {
+            std::vector<GraphStep> converted;
+            converted.reserve(steps.size());
+            for (const py::handle s : steps) converted.push_back(convert_step(s));
+            return std::make_shared<GraphInterpreter>(std::move(lifted), std::move(lifted_slots),
+                                                      std::move(input_slots), std::move(converted),
+                                                      std::move(output_slots), n_slots);
+          }),
+          py::arg("lifted"), py::arg("lifted_slots"), py::arg("input_slots"), py::arg("steps"), py::arg("output_slots"),
+          py::arg("n_slots"))
+      .def("run",
+           [](const GraphInterpreter& g, const std::vector<std::variant<at::Tensor, int64_t>>& inputs) {
+             std::vector<c10::IValue> values;  // tensors, and ints for size arguments
+             values.reserve(inputs.size());
+             for (const auto& v : inputs) {
+               values.push_back(std::holds_alternative<int64_t>(v) ? c10::IValue(std::get<int64_t>(v))
+                                                                   : c10::IValue(std::get<at::Tensor>(v)));
+             }
+             py::gil_scoped_release no_gil;
+             return g.run(values);
+           })
       .def_property_readonly("num_steps", &GraphInterpreter::num_steps);
 }
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

@@ -50,12 +50,12 @@ std::vector<ArgumentInfo> argument_infos(const std::vector<std::variant<TensorDe
   std::vector<ArgumentInfo> out;
   for (const auto& a : arguments) {
     out.push_back(std::holds_alternative<int64_t>(a) ? size_argument_info(std::get<int64_t>(a))
-                                                      : argument_info(*std::get<TensorDescriptor>(a).tensor));
+                                                     : argument_info(*std::get<TensorDescriptor>(a).tensor));
   }
   return out;
 }
 
-} // namespace
+}  // namespace
 
 void bind_runtime(py::module_& m) {
   py::class_<TensorPlacement>(m, "TensorPlacement", "One input's or output's placement decision.")
@@ -68,8 +68,8 @@ void bind_runtime(py::module_& m) {
       .def_readonly("data_ptr", &TensorPlacement::address)
       .def_readonly("reason", &TensorPlacement::reason)
       .def("__repr__", [](const TensorPlacement& p) {
-        return std::string("<") + role_name(p.role) + " " + std::to_string(p.index) + ": " +
-               placement_name(p.action) + " " + device_str(p.from) + " -> " + device_str(p.to) + ">";
+        return std::string("<") + role_name(p.role) + " " + std::to_string(p.index) + ": " + placement_name(p.action) +
+               " " + device_str(p.from) + " -> " + device_str(p.to) + ">";
       });
 
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",
@@ -105,8 +105,9 @@ void bind_runtime(py::module_& m) {
       "(engine, program, graph, weights_section, refit_map, metadata) as a memoryview slice of `blob`, or None.");
 
   m.def(
-      "scalar_type_code", [](const c10::ScalarType& dtype) { return static_cast<int>(torch_to_executorch_dtype(dtype)); },
-      py::arg("dtype"), "torch dtype -> ExecuTorch ScalarType code (raises UnsupportedDtypeError).");
+      "scalar_type_code",
+      [](const c10::ScalarType& dtype) { return static_cast<int>(torch_to_executorch_dtype(dtype)); }, py::arg("dtype"),
+      "torch dtype -> ExecuTorch ScalarType code (raises UnsupportedDtypeError).");
   m.def(
       "scalar_type_dtype",
       [](int code) {
@@ -145,14 +146,14 @@ void bind_runtime(py::module_& m) {
   m.def(
       "plan_placement",
       [](const py::buffer& blob_bytes, const std::vector<std::variant<TensorDescriptor, int64_t>>& inputs,
-         const std::vector<TensorDescriptor>& outputs, const c10::Device& execution_device,
-         const std::string& executor, bool writes_in_place) {
+         const std::vector<TensorDescriptor>& outputs, const c10::Device& execution_device, const std::string& executor,
+         bool writes_in_place) {
         py::buffer_info info;
         const std::string_view bytes = bytes_view(blob_bytes, info);
         const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
         return std::make_shared<PlacementPlan>(plan_placement(argument_infos(inputs), argument_infos(outputs), blob,
-                                                              torch_to_executorch_device(execution_device),
-                                                              executor, writes_in_place));
+                                                              torch_to_executorch_device(execution_device), executor,
+                                                              writes_in_place));
       },
       py::arg("blob"), py::arg("inputs"), py::arg("outputs"), py::arg("execution_device"),
       py::arg("executor") = "tensorrt", py::arg("writes_in_place") = true,
@@ -169,8 +170,7 @@ void bind_runtime(py::module_& m) {
             std::vector<executorch::aten::SizesType>(t.sizes().begin(), t.sizes().end()), t.mutable_data_ptr(),
             std::vector<executorch::aten::DimOrderType>(t.dim_order().begin(), t.dim_order().end()),
             std::vector<executorch::aten::StridesType>(t.strides().begin(), t.strides().end()), t.scalar_type(),
-            torch_to_executorch_device(device), executorch::aten::TensorShapeDynamism::STATIC,
-            [keep](void*) {})};
+            torch_to_executorch_device(device), executorch::aten::TensorShapeDynamism::STATIC, [keep](void*) {})};
       },
       py::arg("descriptor"), py::arg("device"));
 
@@ -184,7 +184,8 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("delegates",
                              [](const MethodPlan& p) {
                                std::vector<std::shared_ptr<PlacementPlan>> out;
-                               for (const auto& d : p.delegates) out.push_back(std::const_pointer_cast<PlacementPlan>(d));
+                               for (const auto& d : p.delegates)
+                                 out.push_back(std::const_pointer_cast<PlacementPlan>(d));
                                return out;
                              })
       .def_property_readonly("executor", &MethodPlan::executor)
@@ -199,14 +200,15 @@ void bind_runtime(py::module_& m) {
   // calls made on this thread inside the `with` block.
   py::class_<PlanRecording>(m, "PlanRecording")
       .def(py::init<>())
-      .def("__enter__",
-           [](PlanRecording& r) -> PlanRecording& {
-             if (r.recorder) throw std::logic_error("this PlanRecording is already active");
-             r.recorder = std::make_unique<PlanRecorder>();
-             r.thread = std::this_thread::get_id();
-             return r;
-           },
-           py::return_value_policy::reference)
+      .def(
+          "__enter__",
+          [](PlanRecording& r) -> PlanRecording& {
+            if (r.recorder) throw std::logic_error("this PlanRecording is already active");
+            r.recorder = std::make_unique<PlanRecorder>();
+            r.thread = std::this_thread::get_id();
+            return r;
+          },
+          py::return_value_policy::reference)
       .def("__exit__",
            [](PlanRecording& r, const py::args&) {
              if (!r.recorder) return;
@@ -229,9 +231,12 @@ void bind_runtime(py::module_& m) {
       [](uintptr_t address) -> std::string {
         const PointerResidence r = pointer_residence(reinterpret_cast<const void*>(address));
         switch (r.kind) {
-          case PointerResidence::Host: return "host";
-          case PointerResidence::Device: return "cuda:" + std::to_string(r.device_index);
-          default: return "unknown";
+          case PointerResidence::Host:
+            return "host";
+          case PointerResidence::Device:
+            return "cuda:" + std::to_string(r.device_index);
+          default:
+            return "unknown";
         }
       },
       py::arg("address"),
@@ -254,7 +259,8 @@ void bind_runtime(py::module_& m) {
   py::class_<ProgramRunner>(m, "ProgramRunner")
       .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true)
       .def_static(
-          "from_bytes", [](const py::bytes& b, bool verify) { return ProgramRunner::from_bytes(std::string(b), verify); },
+          "from_bytes",
+          [](const py::bytes& b, bool verify) { return ProgramRunner::from_bytes(std::string(b), verify); },
           py::arg("data"), py::arg("verify") = true)
       .def("method_names", &ProgramRunner::method_names)
       .def("num_inputs", &ProgramRunner::num_inputs, py::arg("method"))
@@ -275,4 +281,4 @@ void bind_runtime(py::module_& m) {
           py::arg("inputs"), py::arg("method"), py::arg("outputs") = py::none());
 }
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

@@ -22,12 +22,11 @@ at::Tensor require_tensor(const py::handle& item, size_t index, const std::strin
   return THPVariable_Unpack(item.ptr());
 }
 
-} // namespace
+}  // namespace
 
 void bind_tensor_descriptors(py::module_& m) {
   py::class_<EtDevice>(m, "Device", "An ExecuTorch runtime device (cpu, or cuda with an index).")
-      .def_property_readonly("type",
-                             [](const EtDevice& d) { return d.type() == EtDeviceType::CPU ? "cpu" : "cuda"; })
+      .def_property_readonly("type", [](const EtDevice& d) { return d.type() == EtDeviceType::CPU ? "cpu" : "cuda"; })
       .def_property_readonly("index", [](const EtDevice& d) { return static_cast<int>(d.index()); })
       .def("__eq__", [](const EtDevice& a, const EtDevice& b) { return a == b; })
       .def("__hash__", [](const EtDevice& d) { return static_cast<int>(d.type()) * 256 + d.index(); })
@@ -55,8 +54,8 @@ void bind_tensor_descriptors(py::module_& m) {
       .def("__repr__", &TensorDescriptor::repr);
 
   m.def(
-      "describe", [](const at::Tensor& tensor) { return TensorDescriptor{make_descriptor(tensor)}; },
-      py::arg("tensor"), "Describe one tensor as an ExecuTorch runtime tensor (see TensorDescriptor).");
+      "describe", [](const at::Tensor& tensor) { return TensorDescriptor{make_descriptor(tensor)}; }, py::arg("tensor"),
+      "Describe one tensor as an ExecuTorch runtime tensor (see TensorDescriptor).");
 
   m.def(
       "describe_inputs",
@@ -73,4 +72,4 @@ void bind_tensor_descriptors(py::module_& m) {
       "Describe every input of a method call; errors name the input index, the method and the problem.");
 }
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

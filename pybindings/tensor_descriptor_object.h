@@ -25,9 +25,7 @@ struct TensorDescriptor {
   c10::Device device() const { return executorch_to_torch_device(et().device()); }
   c10::ScalarType dtype() const { return executorch_to_torch_dtype(et().scalar_type()); }
   py::tuple sizes() const { return py::cast(std::vector<int64_t>(et().sizes().begin(), et().sizes().end())); }
-  py::tuple strides() const {
-    return py::cast(std::vector<int64_t>(et().strides().begin(), et().strides().end()));
-  }
+  py::tuple strides() const { return py::cast(std::vector<int64_t>(et().strides().begin(), et().strides().end())); }
   py::tuple dim_order() const {
     return py::cast(std::vector<int64_t>(et().dim_order().begin(), et().dim_order().end()));
   }
@@ -44,4 +42,4 @@ struct TensorDescriptor {
   }
 };
 
-} // namespace et_tensorrt::python
+}  // namespace et_tensorrt::python

@@ -48,7 +48,10 @@ def main():
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
     print(f"torch {torch.__version__}; ns per input, median of 5 x {args.repeat} calls")
-    print(f"{'inputs':>6} {'describe_inputs':>16} {'to_dlpack':>10} {'ET Method.execute':>18} {'describe/dlpack':>16} {'describe/ET':>12}")
+    print(
+        f"{'inputs':>6} {'describe_inputs':>16} {'to_dlpack':>10} {'ET Method.execute':>18}"
+        f" {'describe/dlpack':>16} {'describe/ET':>12}"
+    )
     for n in (1, 8, 64):
         tensors = [torch.randn(4, 4) for _ in range(n)]
         describe = median_ns(lambda: et_tensorrt.describe_inputs(tensors), args.repeat, n)

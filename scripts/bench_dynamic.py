@@ -24,8 +24,8 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 from torch.export import Dim
@@ -47,8 +47,8 @@ class Case:
 
 
 def _torchvision():
-    import torchvision_op_schemas  # noqa: F401  (torchvision's C++ ops cannot load beside a CPU torch)
     import torchvision
+    import torchvision_op_schemas  # noqa: F401  (torchvision's C++ ops cannot load beside a CPU torch)
 
     return torchvision
 
@@ -127,8 +127,14 @@ def _transformers():
 
 def _bert_model():
     tf, t = _transformers(), _TINY
-    cfg = tf.BertConfig(vocab_size=t["vocab"], hidden_size=t["hidden"], num_hidden_layers=t["layers"],
-                        num_attention_heads=t["heads"], intermediate_size=t["ffn"], max_position_embeddings=64)
+    cfg = tf.BertConfig(
+        vocab_size=t["vocab"],
+        hidden_size=t["hidden"],
+        num_hidden_layers=t["layers"],
+        num_attention_heads=t["heads"],
+        intermediate_size=t["ffn"],
+        max_position_embeddings=64,
+    )
     return tf.BertModel(cfg)
 
 
@@ -142,8 +148,15 @@ def bert() -> Case:
 
 def gpt2() -> Case:
     tf, t = _transformers(), _TINY
-    cfg = tf.GPT2Config(vocab_size=t["vocab"], n_embd=t["hidden"], n_layer=t["layers"], n_head=t["heads"],
-                        n_positions=64, bos_token_id=0, eos_token_id=0)
+    cfg = tf.GPT2Config(
+        vocab_size=t["vocab"],
+        n_embd=t["hidden"],
+        n_layer=t["layers"],
+        n_head=t["heads"],
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     # torch 2.13 + transformers 5: GPT-2's sdpa attention fails in run_decompositions for every backend.
     model = tf.GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
     return _tokens(model, ("input_ids",), "logits", use_cache=False)
@@ -151,17 +164,35 @@ def gpt2() -> Case:
 
 def t5() -> Case:
     tf, t = _transformers(), _TINY
-    cfg = tf.T5Config(vocab_size=t["vocab"], d_model=t["hidden"], d_kv=t["hidden"] // t["heads"], d_ff=t["ffn"],
-                      num_layers=t["layers"], num_heads=t["heads"], decoder_start_token_id=0)
-    return _tokens(tf.T5ForConditionalGeneration(cfg), ("input_ids", "decoder_input_ids"), "logits",
-                   seq_names=["seq", "target_seq"], use_cache=False)
+    cfg = tf.T5Config(
+        vocab_size=t["vocab"],
+        d_model=t["hidden"],
+        d_kv=t["hidden"] // t["heads"],
+        d_ff=t["ffn"],
+        num_layers=t["layers"],
+        num_heads=t["heads"],
+        decoder_start_token_id=0,
+    )
+    return _tokens(
+        tf.T5ForConditionalGeneration(cfg),
+        ("input_ids", "decoder_input_ids"),
+        "logits",
+        seq_names=["seq", "target_seq"],
+        use_cache=False,
+    )
 
 
 def llama() -> Case:
     tf, t = _transformers(), _TINY
-    cfg = tf.LlamaConfig(vocab_size=t["vocab"], hidden_size=t["hidden"], intermediate_size=t["ffn"],
-                         num_hidden_layers=t["layers"], num_attention_heads=t["heads"], num_key_value_heads=1,
-                         max_position_embeddings=64)
+    cfg = tf.LlamaConfig(
+        vocab_size=t["vocab"],
+        hidden_size=t["hidden"],
+        intermediate_size=t["ffn"],
+        num_hidden_layers=t["layers"],
+        num_attention_heads=t["heads"],
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
     return _tokens(tf.LlamaForCausalLM(cfg), ("input_ids",), "logits", use_cache=False)
 
 
@@ -227,16 +258,19 @@ def lower_et_tensorrt(case: Case, ep) -> Result:
     from executorch.exir.passes import MemoryPlanningPass
 
     import et_tensorrt
-    from et_tensorrt.backend import EtTensorRTBackend  # noqa: F401  (registers the backend by name)
-
-    from et_tensorrt.backend import preprocess
+    from et_tensorrt.backend import (
+        EtTensorRTBackend,  # noqa: F401  (registers the backend by name)
+        preprocess,
+    )
 
     fallbacks = preprocess.stats["fallbacks"]
     start = time.perf_counter()
     # A partition TensorRT cannot build is left to PyTorch (and counted) rather than failing the row.
     partitioner = et_tensorrt.TensorRTPartitioner(compile_specs={"et_tensorrt.pass_through_build_failures": "0"})
     edge = to_edge_transform_and_lower(ep, partitioner=[partitioner])
-    pte = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))).buffer
+    pte = edge.to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))
+    ).buffer
     seconds = time.perf_counter() - start
     partitions, ratio = _ratio(edge)
     host: dict[str, int] = {}

@@ -1,93 +1,166 @@
-"""Lowering time of a small MLP and conv net, split into what can be measured separately:
+"""Lowering time, cold vs build-cache hit, for the model zoo's models (scripts/bench_models.py's static rows:
+random weights, nothing downloaded) and a 4x1024 MLP stack:
 
-  export      torch.export.export
-  partition   to_edge + TensorRTPartitioner analysis (explain on the edge program)
-  onnx        ONNX export inside the backend's preprocess (blob METADATA onnx_seconds, summed)
-  engine      TensorRT engine build (blob METADATA build_seconds, summed)
-  lower       the whole et_tensorrt.lower() call (to_edge, partition, preprocess, to_executorch)
-  rest        lower - onnx - engine: to_edge, partitioning, edge->aten, blob writing, serialization
+  preprocess  seconds inside the backend's preprocess (every partition, summed): the part the build cache
+              can save (ONNX export, validation, engine build) plus what it cannot (edge->aten, blob writing)
+  lower       the whole et_tensorrt.lower() call (to_edge, partitioning, preprocess, to_executorch)
 
-then the same lowering again in the same process: a cache hit (the engine comes from
-ET_TENSORRT_CACHE_DIR, which the cold run starts empty; the ONNX export still runs, its bytes are
-the cache key).
+Each model is lowered twice in one process with ET_TENSORRT_CACHE_DIR pointing at a fresh folder: "cold"
+builds every engine, "hit" lowers the same ExportedProgram again. The backend's preprocess is timed by
+wrapping it, so the script measures any checkout of et_tensorrt (run it with PYTHONPATH=<checkout>).
 
-    python scripts/bench_lowering.py
+    python scripts/bench_lowering.py                      # every model
+    python scripts/bench_lowering.py --models mlp,resnet18 --json out.json
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 import os
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_runtime import MODELS  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 
-def blob_seconds(data: bytes):
+def _zoo(name: str) -> Callable[[], tuple]:
+    """A static row of the model zoo (scripts/bench_models.py: random init, BatchNorm statistics estimated)."""
+
+    def build():
+        from bench_models import ROWS
+
+        row = next(r for r in ROWS if r.name == name and not r.dynamic)
+        zoo = row.build()
+        return zoo.model.eval(), zoo.inputs
+
+    return build
+
+
+def _mlp():
+    torch.manual_seed(0)
+    layers = [m for _ in range(4) for m in (torch.nn.Linear(1024, 1024), torch.nn.ReLU())]
+    return torch.nn.Sequential(*layers).eval(), (torch.randn(8, 1024),)
+
+
+MODELS: dict[str, Callable[[], tuple]] = {
+    "mlp 4x1024": _mlp,
+    "bert tiny": _zoo("bert"),
+    "gpt2 tiny": _zoo("gpt2"),
+    "mobilenet_v3_small": _zoo("mobilenet_v3_small"),
+    "resnet18": _zoo("resnet18"),
+    "vit_b_16": _zoo("vit_b_16"),
+}
+
+
+class _PreprocessTimer:
+    """Wraps EtTensorRTBackend.preprocess (ExecuTorch calls it by class) and sums its wall time."""
+
+    def __init__(self):
+        from et_tensorrt.backend.preprocess import EtTensorRTBackend
+
+        self.cls, self.real, self.seconds = EtTensorRTBackend, EtTensorRTBackend.preprocess, 0.0
+        timer = self
+
+        def timed(edge_program, compile_specs):
+            start = time.perf_counter()
+            try:
+                return timer.real(edge_program, compile_specs)
+            finally:
+                timer.seconds += time.perf_counter() - start
+
+        EtTensorRTBackend.preprocess = staticmethod(timed)
+
+
+def _hits(data: bytes) -> tuple[int, int]:
     from et_tensorrt.inspection import inspect_bytes
 
     ours = [d for d in inspect_bytes(data).method("forward").delegates if d.ours]
-    onnx = sum(float(d.blob.metadata.get("onnx_seconds", 0.0)) for d in ours)
-    build = sum(float(d.blob.metadata.get("build_seconds", 0.0)) for d in ours)
-    hits = sum(bool(d.blob.metadata.get("cache_hit")) for d in ours)
-    return len(ours), onnx, build, hits
+    hits = sum(d.blob.metadata.get("cache") == "hit" or bool(d.blob.metadata.get("cache_hit")) for d in ours)
+    return len(ours), hits
 
 
-def main():
-    cache = tempfile.mkdtemp(prefix="et_trt_cold_cache_")
-    os.environ["ET_TENSORRT_CACHE_DIR"] = cache  # empty: the first lowering builds every engine
+def measure(name: str, build: Callable[[], tuple], timer: _PreprocessTimer) -> dict:
+    from et_tensorrt import lower
+
+    model, args = build()
+    with torch.no_grad():
+        ep = torch.export.export(model, args)
+    row = {"model": name, "weights_mb": sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6}
+    for run in ("cold", "hit"):
+        timer.seconds = 0.0
+        start = time.perf_counter()
+        data = lower(ep, min_block_size=1)
+        row[f"{run}_lower_s"] = time.perf_counter() - start
+        row[f"{run}_preprocess_s"] = timer.seconds
+        row["partitions"], row[f"{run}_hits"] = _hits(data)
+    row["preprocess_speedup"] = row["cold_preprocess_s"] / row["hit_preprocess_s"]
+    row["lower_speedup"] = row["cold_lower_s"] / row["hit_lower_s"]
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", help="comma-separated names (prefixes) of: " + ", ".join(MODELS))
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args()
+    chosen = [n for n in MODELS if not args.models or any(n.startswith(p.strip()) for p in args.models.split(","))]
+    if not chosen:
+        parser.error(f"--models {args.models!r} matches none of {', '.join(MODELS)}")
+
+    os.environ["ET_TENSORRT_CACHE_DIR"] = tempfile.mkdtemp(prefix="et_trt_bench_cache_")  # cold: empty
     logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
+    import et_tensorrt
+    from et_tensorrt import lower, trt
 
-    from executorch.exir import to_edge
-
-    from et_tensorrt import explain, lower
-    from et_tensorrt import trt
-
-    # Pay one-time imports (exir, onnx exporter, TensorRT) before timing anything.
-    t = time.perf_counter()
-    warm = torch.export.export(torch.nn.Linear(4, 4).eval(), (torch.randn(2, 4),))
-    lower(warm, min_block_size=1)
-    warmup = time.perf_counter() - t
+    start = time.perf_counter()  # one-time imports (exir, the ONNX exporter, TensorRT) before timing
+    lower(torch.export.export(torch.nn.Linear(4, 4).eval(), (torch.randn(2, 4),)), min_block_size=1)
+    warmup = time.perf_counter() - start
+    timer = _PreprocessTimer()
 
     rows = []
-    for name, (cls, shape) in MODELS.items():
-        torch.manual_seed(0)
-        model = cls().eval()
-        x = torch.randn(*shape)
-        t = time.perf_counter()
-        ep = torch.export.export(model, (x,))
-        export_s = time.perf_counter() - t
-        t = time.perf_counter()
-        explain(to_edge(ep).exported_program(), min_block_size=1)
-        partition_s = time.perf_counter() - t
-        runs = []
-        for label in ("cold", "cache hit"):
-            t = time.perf_counter()
-            data = lower(ep, min_block_size=1)
-            total = time.perf_counter() - t
-            n, onnx, build, hits = blob_seconds(data)
-            runs.append((label, total, onnx, build, n, hits))
-        rows.append((name, export_s, partition_s, runs))
+    for name in chosen:
+        rows.append(measure(name, MODELS[name], timer))
+        r = rows[-1]
+        print(
+            f"{name}: preprocess {r['cold_preprocess_s']:.2f} -> {r['hit_preprocess_s']:.2f} s, "
+            f"lower {r['cold_lower_s']:.2f} -> {r['hit_lower_s']:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    print(f"torch {torch.__version__}, {trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), "
-          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}; one-time imports + first lowering {warmup:.1f} s")
-    header = (f"{'model':<22}{'run':<11}{'export':>8}{'partition':>11}{'onnx':>8}{'engine':>8}"
-              f"{'rest':>8}{'lower':>8}{'engines':>9}{'hits':>6}{'vs cold':>9}")
-    print(header)
-    print("-" * len(header))
-    for name, export_s, partition_s, runs in rows:
-        cold_total = runs[0][1]
-        for label, total, onnx, build, n, hits in runs:
-            print(f"{name:<22}{label:<11}{export_s:>8.2f}{partition_s:>11.2f}{onnx:>8.2f}{build:>8.3f}"
-                  f"{total - onnx - build:>8.2f}{total:>8.2f}{n:>9}{hits:>6}{total / cold_total:>8.2f}x")
-    print("seconds; 'partition' is measured apart from 'lower' (which partitions again inside)")
+    print(
+        f"et_tensorrt from {os.path.dirname(et_tensorrt.__file__)}; torch {torch.__version__}, "
+        f"{trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f}; "
+        f"imports + first lowering {warmup:.1f} s"
+    )
+    header = ("model", "weights MB", "parts", "hits", "preprocess cold", "hit", "x", "lower cold", "hit", "x")
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for r in rows:
+        cells = (
+            r["model"],
+            f"{r['weights_mb']:.1f}",
+            r["partitions"],
+            r["hit_hits"],
+            f"{r['cold_preprocess_s']:.2f}",
+            f"{r['hit_preprocess_s']:.2f}",
+            f"{r['preprocess_speedup']:.1f}",
+            f"{r['cold_lower_s']:.2f}",
+            f"{r['hit_lower_s']:.2f}",
+            f"{r['lower_speedup']:.2f}",
+        )
+        print("| " + " | ".join(map(str, cells)) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"load_average": os.getloadavg()[0], "rows": rows}, f, indent=2)
     return 0
 
 

@@ -167,8 +167,14 @@ def _bert() -> Zoo:
 
     torch.manual_seed(0)
     t = _TINY
-    cfg = BertConfig(vocab_size=t["vocab"], hidden_size=t["hidden"], num_hidden_layers=t["layers"],
-                     num_attention_heads=t["heads"], intermediate_size=t["ffn"], max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=t["vocab"],
+        hidden_size=t["hidden"],
+        num_hidden_layers=t["layers"],
+        num_attention_heads=t["heads"],
+        intermediate_size=t["ffn"],
+        max_position_embeddings=64,
+    )
     return _token_zoo(BertModel(cfg), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
 
 
@@ -178,8 +184,15 @@ def _gpt2() -> Zoo:
 
     torch.manual_seed(0)
     t = _TINY
-    cfg = GPT2Config(vocab_size=t["vocab"], n_embd=t["hidden"], n_layer=t["layers"], n_head=t["heads"],
-                     n_positions=64, bos_token_id=0, eos_token_id=0)
+    cfg = GPT2Config(
+        vocab_size=t["vocab"],
+        n_embd=t["hidden"],
+        n_layer=t["layers"],
+        n_head=t["heads"],
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     # torch 2.13 + transformers 5: GPT-2's sdpa attention fails in run_decompositions for every backend.
     model = GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
     return _token_zoo(model, ("input_ids",), "logits", use_cache=False)
@@ -191,8 +204,15 @@ def _t5() -> Zoo:
 
     torch.manual_seed(0)
     t = _TINY
-    cfg = T5Config(vocab_size=t["vocab"], d_model=t["hidden"], d_kv=t["hidden"] // t["heads"], d_ff=t["ffn"],
-                   num_layers=t["layers"], num_heads=t["heads"], decoder_start_token_id=0)
+    cfg = T5Config(
+        vocab_size=t["vocab"],
+        d_model=t["hidden"],
+        d_kv=t["hidden"] // t["heads"],
+        d_ff=t["ffn"],
+        num_layers=t["layers"],
+        num_heads=t["heads"],
+        decoder_start_token_id=0,
+    )
     return _token_zoo(T5ForConditionalGeneration(cfg), ("input_ids", "decoder_input_ids"), "logits", use_cache=False)
 
 
@@ -202,9 +222,15 @@ def _llama() -> Zoo:
 
     torch.manual_seed(0)
     t = _TINY
-    cfg = LlamaConfig(vocab_size=t["vocab"], hidden_size=t["hidden"], intermediate_size=t["ffn"],
-                      num_hidden_layers=t["layers"], num_attention_heads=t["heads"], num_key_value_heads=1,
-                      max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=t["vocab"],
+        hidden_size=t["hidden"],
+        intermediate_size=t["ffn"],
+        num_hidden_layers=t["layers"],
+        num_attention_heads=t["heads"],
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
     return _token_zoo(LlamaForCausalLM(cfg), ("input_ids",), "logits", use_cache=False)
 
 
@@ -252,8 +278,16 @@ def parity_inputs(zoo: Zoo, row: Row) -> list[tuple]:
 # ------------------------------------------------------------------------------------------ measuring
 
 # Plumbing that computes nothing (not counted as compute nodes, not reported as kept on the host).
-_PLUMBING = {"operator.getitem", "aten.sym_size.int", "_operator.mul", "_operator.add", "_operator.sub",
-             "_operator.floordiv", "aten._assert_tensor_metadata.default", "executorch_call_delegate"}
+_PLUMBING = {
+    "operator.getitem",
+    "aten.sym_size.int",
+    "_operator.mul",
+    "_operator.add",
+    "_operator.sub",
+    "_operator.floordiv",
+    "aten._assert_tensor_metadata.default",
+    "executorch_call_delegate",
+}
 
 
 PARTITIONER_OPTIONS = ("min_block_size", "torch_executed_ops", "require_full_compilation", "target_device")
@@ -327,7 +361,10 @@ def _count_edge_program(gm) -> tuple[int, int, Counter]:
             1 for n in lowered.original_module.graph.nodes if n.op == "call_function" and _op(n.target) not in _PLUMBING
         )
     host = Counter(
-        _op(n.target) for n in gm.graph.nodes if n.op == "call_function" and _op(n.target) not in _PLUMBING
+        _op(n.target)
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+        and _op(n.target) not in _PLUMBING
         and "executorch_call_delegate" not in str(n.target)
     )
     return delegated, delegated + sum(host.values()), host
@@ -415,8 +452,10 @@ def _fmt(value, spec: str = ".2f") -> str:
 
 
 def markdown(results: list[Result]) -> str:
-    head = ("| model | shapes | backend | partitions | delegated | lower s | engine MB | pte MB | max err "
-            "(eager max) | onnx err | explain | host ops |")
+    head = (
+        "| model | shapes | backend | partitions | delegated | lower s | engine MB | pte MB | max err "
+        "(eager max) | onnx err | explain | host ops |"
+    )
     lines = [head, "|" + "|".join(["---"] * 12) + "|"]
     for r in results:
         ratio = f"{r.delegated}/{r.compute} ({r.ratio:.3f})" if r.ratio is not None else "-"
@@ -470,9 +509,11 @@ def main(argv=None) -> int:
     import et_tensorrt  # noqa: F401  (registers the runtime backend)
     from et_tensorrt import trt
 
-    versions = (f"torch {torch.__version__}, executorch {executorch.version.__version__}, "
-                f"{trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), CUDA "
-                f"{'yes' if torch.cuda.is_available() else 'no'}")
+    versions = (
+        f"torch {torch.__version__}, executorch {executorch.version.__version__}, "
+        f"{trt.flavour()} {trt.version()}, {os.cpu_count()} CPU(s), CUDA "
+        f"{'yes' if torch.cuda.is_available() else 'no'}"
+    )
     results: list[Result] = []
     for row in select(args.rows, args.static_only, args.dynamic_only):
         start = time.perf_counter()
@@ -481,9 +522,12 @@ def main(argv=None) -> int:
         if args.json:  # after every row: a long run that dies keeps what it measured
             write_json(args.json, versions, results)
         for r in row_results:
-            print(f"# {r.row} {r.shapes} {r.backend}: partitions {r.partitions}, delegated {r.delegated}/{r.compute}, "
-                  f"lower {_fmt(r.lower_s, '.1f')} s, err {_fmt(r.max_err, '.2g')}, host {r.host} {r.error}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"# {r.row} {r.shapes} {r.backend}: partitions {r.partitions}, delegated {r.delegated}/{r.compute}, "
+                f"lower {_fmt(r.lower_s, '.1f')} s, err {_fmt(r.max_err, '.2g')}, host {r.host} {r.error}",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"# {row.name} {row.shapes}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
 
     print(versions)
@@ -493,8 +537,11 @@ def main(argv=None) -> int:
 
 def write_json(path: str, versions: str, results: list[Result]) -> None:
     with open(path, "w") as f:
-        json.dump({"versions": versions, "results": [dataclasses.asdict(r) | {"ratio": r.ratio} for r in results]},
-                  f, indent=1)
+        json.dump(
+            {"versions": versions, "results": [dataclasses.asdict(r) | {"ratio": r.ratio} for r in results]},
+            f,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ class MLP(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.net = torch.nn.Sequential(
-            torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(),
+            torch.nn.Linear(64, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 128),
+            torch.nn.ReLU(),
             torch.nn.Linear(128, 10),
         )
 
@@ -88,9 +91,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--blocks", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch intra-op threads (default 1: on a small shared machine more threads make "
-                         "tiny eager calls wait on each other; ExecuTorch's kernels are single-threaded)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: on a small shared machine more threads make "
+        "tiny eager calls wait on each other; ExecuTorch's kernels are single-threaded)",
+    )
     args = ap.parse_args()
 
     os.environ.setdefault("ET_TENSORRT_CACHE_DIR", tempfile.mkdtemp(prefix="et_trt_bench_"))
@@ -103,7 +110,6 @@ def main():
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
-    import et_tensorrt
     from et_tensorrt import Runner, lower
 
     rows = []
@@ -138,9 +144,11 @@ def main():
         }
         rows.append((name, timings, copied, executor, breakdown(runner, x, args.calls * args.blocks)))
 
-    print(f"torch {torch.__version__}, executorch {version('executorch')}, "
-          f"{os.cpu_count()} CPU(s), torch threads {torch.get_num_threads()}, "
-          f"CUDA {'yes' if torch.cuda.is_available() else 'no'}; {args.blocks} blocks x {args.calls} calls")
+    print(
+        f"torch {torch.__version__}, executorch {version('executorch')}, "
+        f"{os.cpu_count()} CPU(s), torch threads {torch.get_num_threads()}, "
+        f"CUDA {'yes' if torch.cuda.is_available() else 'no'}; {args.blocks} blocks x {args.calls} calls"
+    )
     header = f"{'model':<22}{'path':<28}{'median us/call':>16}{'vs eager':>10}"
     print(header)
     print("-" * len(header))
@@ -152,8 +160,10 @@ def main():
         print(f"{name:<22}{'Runner / ExecuTorch':<28}{ratio:>15.2f}x")
         print(f"{name:<22}{'bytes copied/call':<28}{copied:>16,}   (executor {executor})")
         total, executor_us, delegate_us = parts
-        print(f"{name:<22}{'Runner call breakdown':<28}{total:>16.1f}   = executor {executor_us:.1f} + delegate "
-              f"{delegate_us:.1f} + ExecuTorch/runner/Python {total - executor_us - delegate_us:.1f}")
+        print(
+            f"{name:<22}{'Runner call breakdown':<28}{total:>16.1f}   = executor {executor_us:.1f} + delegate "
+            f"{delegate_us:.1f} + ExecuTorch/runner/Python {total - executor_us - delegate_us:.1f}"
+        )
     return 0
 
 

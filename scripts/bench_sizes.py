@@ -66,8 +66,11 @@ def weight_bytes(model) -> int:
 def refit_raw_bytes(data: bytes) -> int:
     from et_tensorrt.inspection import inspect_bytes
 
-    return sum(int(d.blob.metadata.get("refit_raw_bytes", 0))
-               for d in inspect_bytes(data).method("forward").delegates if d.ours)
+    return sum(
+        int(d.blob.metadata.get("refit_raw_bytes", 0))
+        for d in inspect_bytes(data).method("forward").delegates
+        if d.ours
+    )
 
 
 def sizes(names: list[str]) -> list[dict]:
@@ -96,7 +99,9 @@ def sizes(names: list[str]) -> list[dict]:
             XnnpackPartitioner,
         )
 
-        row["xnnpack"] = len(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer) / 1e6
+        row["xnnpack"] = (
+            len(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer) / 1e6
+        )
         row["refit/weights"] = row["refit"] / row["weights_MB"] if row["refit"] else None
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -139,8 +144,13 @@ def rss(tmp: str) -> dict:
         f.write(lower(torch.export.export(model, args)))
     with open(warm, "wb") as f:  # a small program run first, so one-time allocations are in the baseline
         f.write(lower(torch.export.export(torch.nn.Linear(1024, 1024).eval(), args), min_block_size=1))
-    out = subprocess.run([sys.executable, "-c", _RSS_CHILD, path, warm], check=False, capture_output=True, text=True,
-                         env={**os.environ, "ET_TENSORRT_FALLBACK": "pytorch"})
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS_CHILD, path, warm],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ET_TENSORRT_FALLBACK": "pytorch"},
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -169,18 +179,23 @@ def main() -> None:
     if rows:
         print("| model | weights (MB) | both | refit | engine-only | XNNPACK | refit / weights | refit raw (MB) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
+
         def mb(v, fmt=".1f"):
             return "n/a" if v is None else format(v, fmt)
 
         for r in rows:
-            print(f"| {r['model']} | {r['weights_MB']:.1f} | {mb(r['both'])} | {mb(r['refit'])} | "
-                  f"{mb(r['engine-only'])} | {r['xnnpack']:.1f} | {mb(r['refit/weights'], '.3f')} | "
-                  f"{mb(r.get('raw_MB'), '.2f')} |")
+            print(
+                f"| {r['model']} | {r['weights_MB']:.1f} | {mb(r['both'])} | {mb(r['refit'])} | "
+                f"{mb(r['engine-only'])} | {r['xnnpack']:.1f} | {mb(r['refit/weights'], '.3f')} | "
+                f"{mb(r.get('raw_MB'), '.2f')} |"
+            )
         print()
     print("| .pte (MB) | RSS after load (MB) | after first run (MB) | load / .pte | run / .pte |")
     print("|---:|---:|---:|---:|---:|")
-    print(f"| {memory['pte_MB']:.1f} | {memory['loaded_MB']:.1f} | {memory['ran_MB']:.1f} | "
-          f"{memory['loaded/pte']:.2f} | {memory['ran/pte']:.2f} |")
+    print(
+        f"| {memory['pte_MB']:.1f} | {memory['loaded_MB']:.1f} | {memory['ran_MB']:.1f} | "
+        f"{memory['loaded/pte']:.2f} | {memory['ran/pte']:.2f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -99,8 +99,13 @@ def seeds() -> list[bytes]:
     sys.path.insert(0, str(ROOT / "tests"))
     import blob_fixtures as F
 
-    out = [F.valid_blob(), F.valid_blob_without_engine(), F.valid_blob_with_unknown_section(),
-           F.valid_engine_only_blob(), F.valid_v1_blob()]
+    out = [
+        F.valid_blob(),
+        F.valid_blob_without_engine(),
+        F.valid_blob_with_unknown_section(),
+        F.valid_engine_only_blob(),
+        F.valid_v1_blob(),
+    ]
     out += [data for data, _ in F.damaged_blobs().values()]
     return out
 

@@ -16,8 +16,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 SUSPICIOUS_EVENTS = ("pickle.find_class", "os.system", "subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork")
 

@@ -23,15 +23,49 @@ MAX_ELEMENTS = 1 << 20  # skip views whose base would be larger (the fuzzer's me
 
 # Dtypes with an ExecuTorch ScalarType (described) and without (refused), as torch can make them.
 ACCEPTED_DTYPES = [
-    torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.uint8, torch.int8, torch.int16,
-    torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128, torch.complex32,
-    torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.uint16,
-    torch.uint32, torch.uint64, torch.bits8, torch.bits16,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.bool,
+    torch.complex64,
+    torch.complex128,
+    torch.complex32,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+    torch.float8_e4m3fnuz,
+    torch.float8_e5m2fnuz,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+    torch.bits8,
+    torch.bits16,
 ]
 REFUSED_DTYPES = [
     getattr(torch, name)
-    for name in ["uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3", "int4",
-                 "int5", "int6", "int7", "float4_e2m1fn_x2", "float8_e8m0fnu"]
+    for name in [
+        "uint1",
+        "uint2",
+        "uint3",
+        "uint4",
+        "uint5",
+        "uint6",
+        "uint7",
+        "int1",
+        "int2",
+        "int3",
+        "int4",
+        "int5",
+        "int6",
+        "int7",
+        "float4_e2m1fn_x2",
+        "float8_e8m0fnu",
+    ]
     if hasattr(torch, name)
 ]
 DTYPES = ACCEPTED_DTYPES + REFUSED_DTYPES
@@ -87,8 +121,12 @@ def make_view(device: str, dtype, sizes, strides, offset: int, modifier: int):
             return None
         view = view.conj()
     elif modifier == NEG:
-        if view.dtype in REFUSED_DTYPES or view.dtype in (torch.bool, torch.bits8, torch.bits16) or \
-                "float8" in str(view.dtype) or view.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        if (
+            view.dtype in REFUSED_DTYPES
+            or view.dtype in (torch.bool, torch.bits8, torch.bits16)
+            or "float8" in str(view.dtype)
+            or view.dtype in (torch.uint16, torch.uint32, torch.uint64)
+        ):
             return None
         view = torch._neg_view(view)
     return view
@@ -159,9 +197,9 @@ def from_fuzzed_data(data: bytes):
     sizes, strides = [], []
     for _ in range(rank):
         kind = fdp.ConsumeIntInRange(0, 15)
-        sizes.append(2**fdp.ConsumeIntInRange(15, 33) if kind == 0 else fdp.ConsumeIntInRange(0, 6))
+        sizes.append(2 ** fdp.ConsumeIntInRange(15, 33) if kind == 0 else fdp.ConsumeIntInRange(0, 6))
         skind = fdp.ConsumeIntInRange(0, 15)
-        strides.append(2**fdp.ConsumeIntInRange(10, 34) if skind == 0 else fdp.ConsumeIntInRange(0, 64))
+        strides.append(2 ** fdp.ConsumeIntInRange(10, 34) if skind == 0 else fdp.ConsumeIntInRange(0, 64))
     offset = fdp.ConsumeIntInRange(0, 16)
     return device, dtype, sizes, strides, offset, modifier
 

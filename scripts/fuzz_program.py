@@ -20,7 +20,8 @@ programs, as format 2 and as format 1) by one structured mutation:
                   entries, compressed entries, unknown or traversing names, or its model JSON mutated
                   as above.
 
-Every input goes through the runtime's own path: ``_C.parse_blob`` then ``executors.create_executor`` (the delegate's choice)
+Every input goes through the runtime's own path: ``_C.parse_blob`` then ``executors.create_executor`` (the
+delegate's choice)
 (no GPU: the PyTorch executor, i.e. the safe loader) and, when it loads, one run on inputs shaped by the
 I/O table. Contract: parse and load either succeed or raise BlobFormatError / ProgramRefusedError (any
 other exception is a *violation*, counted and failing the run); no crash, no hang, no code from the file
@@ -437,7 +438,6 @@ def child(args) -> None:
     import logging
 
     import torch
-
     from fuzz_children import child_loop
 
     logging.disable(logging.CRITICAL)

@@ -41,8 +41,11 @@ def measure(name: str, fn, n: int, warmup: int) -> float:
     gc.collect()
     after = rss_mb()
     growth = after - before
-    print(f"{name}: {n} calls in {elapsed:.1f} s ({elapsed / n * 1e6:.0f} us/call); RSS {before:.1f} -> {after:.1f} MB "
-          f"(growth {growth:+.2f} MB, {growth * 1024 * 1024 / n:+.1f} B/call)", flush=True)
+    print(
+        f"{name}: {n} calls in {elapsed:.1f} s ({elapsed / n * 1e6:.0f} us/call); RSS {before:.1f} -> {after:.1f} MB "
+        f"(growth {growth:+.2f} MB, {growth * 1024 * 1024 / n:+.1f} B/call)",
+        flush=True,
+    )
     return growth
 
 
@@ -59,12 +62,15 @@ def main() -> int:
     from et_tensorrt.runtime.runner import Runner
 
     spec = importlib.util.spec_from_file_location(
-        "_rel_runner", ROOT / "tests" / "reliability" / "test_reliability_runner.py")
+        "_rel_runner", ROOT / "tests" / "reliability" / "test_reliability_runner.py"
+    )
     helpers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(helpers)
     t = time.perf_counter()
     pte = helpers.lowered_pte()
-    print(f"lowered tiny MLP: {len(pte)} bytes in {time.perf_counter() - t:.1f} s (cache under build/reliability-cache)")
+    print(
+        f"lowered tiny MLP: {len(pte)} bytes in {time.perf_counter() - t:.1f} s (cache under build/reliability-cache)"
+    )
     model = helpers.make_model()
 
     runner = Runner(pte)
@@ -78,10 +84,15 @@ def main() -> int:
     g_out = measure("Runner.run(outputs=)", lambda: runner.run([x], outputs=[out]), args.runs // 2, warmup=200)
     t4 = torch.randn(8, 16)
     g_desc = measure("describe", lambda: et_tensorrt.describe(t4), args.describes, warmup=500)
-    g_inputs = measure("describe_inputs x4", lambda: et_tensorrt.describe_inputs([t4, t4, x, y]), args.describes,
-                       warmup=500)
-    for name, g in [("Runner.run", g_run), ("Runner.run(outputs=)", g_out), ("describe", g_desc),
-                    ("describe_inputs", g_inputs)]:
+    g_inputs = measure(
+        "describe_inputs x4", lambda: et_tensorrt.describe_inputs([t4, t4, x, y]), args.describes, warmup=500
+    )
+    for name, g in [
+        ("Runner.run", g_run),
+        ("Runner.run(outputs=)", g_out),
+        ("describe", g_desc),
+        ("describe_inputs", g_inputs),
+    ]:
         if g > args.limit_mb:
             failures.append(f"{name} grew {g:.1f} MB > {args.limit_mb} MB")
     print("leak check:", "PASS" if not failures else "FAIL: " + "; ".join(failures), f"(limit {args.limit_mb} MB)")

@@ -16,10 +16,9 @@ import traceback
 
 # torchvision's C++ ops cannot load beside a CPU torch: declare their schemas before importing it.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite_plugins"))
-import torchvision_op_schemas  # noqa: E402,F401
-
 import torch  # noqa: E402
 import torchvision  # noqa: E402
+import torchvision_op_schemas  # noqa: E402,F401
 from torch.export import Dim  # noqa: E402
 
 from et_tensorrt.conformance.direct_runner import DirectRunner  # noqa: E402

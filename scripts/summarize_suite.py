@@ -27,7 +27,6 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional
 
 FAILED_OUTCOMES = {"failed", "error", "xpassed"}
 SKIPPED_OUTCOMES = {"skipped", "xfailed"}
@@ -47,8 +46,8 @@ class Row:
     ratio_sum: float = 0.0
     ratio_n: int = 0
     wall_s: float = 0.0
-    failures: List[dict] = field(default_factory=list)
-    delegated_skips: List[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    delegated_skips: list[dict] = field(default_factory=list)
 
     @property
     def delegated_fraction(self) -> float:
@@ -59,7 +58,7 @@ class Row:
         return self.ratio_sum / self.ratio_n if self.ratio_n else 0.0
 
 
-def _int(value) -> Optional[int]:
+def _int(value) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -94,10 +93,10 @@ def summarize(path: str) -> Row:
     return summarize_reports([(path, report)])
 
 
-def summarize_reports(reports: List[tuple]) -> Row:
+def summarize_reports(reports: list[tuple]) -> Row:
     """One row from one or more (path, report) of the same flow (e.g. a run continued in a second
     session): tests are merged by node id, the later report winning; wall times add up."""
-    by_id: Dict[str, dict] = {}
+    by_id: dict[str, dict] = {}
     for _, report in reports:
         for t in report.get("tests", []):
             by_id[t.get("nodeid")] = t
@@ -155,21 +154,40 @@ def _wall(seconds: float) -> str:
     return f"{m}m{s:02d}s"
 
 
-def table(rows: List[Row]) -> str:
-    head = ["flow", "tests", "passed", "failed", "skipped", "subtests", "delegated",
-            "deleg. pass", "node ratio", "deleg. skip", "wall"]
+def table(rows: list[Row]) -> str:
+    head = [
+        "flow",
+        "tests",
+        "passed",
+        "failed",
+        "skipped",
+        "subtests",
+        "delegated",
+        "deleg. pass",
+        "node ratio",
+        "deleg. skip",
+        "wall",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
         cells = [
-            r.flow, r.tests, r.passed, r.failed, r.skipped, r.subtests,
+            r.flow,
+            r.tests,
+            r.passed,
+            r.failed,
+            r.skipped,
+            r.subtests,
             f"{r.delegated}/{r.subtests} ({r.delegated_fraction:.3f})",
-            f"{r.delegated_pass}", f"{r.mean_ratio:.3f}", r.delegated_skip, _wall(r.wall_s),
+            f"{r.delegated_pass}",
+            f"{r.mean_ratio:.3f}",
+            r.delegated_skip,
+            _wall(r.wall_s),
         ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
-def details(rows: List[Row]) -> str:
+def details(rows: list[Row]) -> str:
     out = []
     for r in rows:
         out.append(f"\n## {r.flow}: {len(r.failures)} failure(s), {len(r.delegated_skips)} delegated-then-skipped")
@@ -181,14 +199,14 @@ def details(rows: List[Row]) -> str:
     return "\n".join(out)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", nargs="+", help="pytest-json-report files, one per flow")
     parser.add_argument("--details", action="store_true", help="list failures and delegated skips")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
 
-    groups: Dict[str, List[tuple]] = {}  # flow -> reports, in command-line order
+    groups: dict[str, list[tuple]] = {}  # flow -> reports, in command-line order
     for path in args.reports:
         if not os.path.exists(path):
             print(f"warning: {path} missing (run did not finish?)", file=sys.stderr)
@@ -198,10 +216,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         groups.setdefault(_flow_of(report, path), []).append((path, report))
     rows = [summarize_reports(reports) for reports in groups.values()]
     if args.json:
-        payload = [
-            dict(asdict(r), delegated_fraction=r.delegated_fraction, mean_ratio=r.mean_ratio)
-            for r in rows
-        ]
+        payload = [dict(asdict(r), delegated_fraction=r.delegated_fraction, mean_ratio=r.mean_ratio) for r in rows]
         print(json.dumps(payload, indent=2))
     else:
         print(table(rows))

@@ -158,7 +158,10 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "io_entry_cut_in_dims": (_with_io(one_entry[:-5]), "ends early"),
         "io_trailing_bytes": (_with_io(one_entry + b"\0"), "trailing"),
         "io_unknown_role": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=3)), "role"),
-        "io_size_rank_2": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=2, dtype=4, dims=((1, 1, 1),) * 2)), "rank 2"),
+        "io_size_rank_2": (
+            _with_io(struct.pack("<I", 1) + _io_entry_raw(role=2, dtype=4, dims=((1, 1, 1),) * 2)),
+            "rank 2",
+        ),
         "io_size_float": (_with_io(struct.pack("<I", 1) + _io_entry_raw(role=2, dtype=6)), "int64"),
         "io_unknown_device": (_with_io(struct.pack("<I", 1) + _io_entry_raw(dev_type=3)), "device type"),
         "io_unknown_dtype": (_with_io(struct.pack("<I", 1) + _io_entry_raw(dtype=200)), "dtype code"),

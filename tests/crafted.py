@@ -30,7 +30,7 @@ import json
 import pickle
 import struct
 import zipfile
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

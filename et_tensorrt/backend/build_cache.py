@@ -1,25 +1,62 @@
-"""On-disk cache of serialized engines, keyed by the ONNX bytes + builder settings + TensorRT flavour/version.
+"""On-disk cache of built partitions, keyed *before* the ONNX export.
 
-Default location ``~/.cache/et_tensorrt/engines``; ``ET_TENSORRT_CACHE_DIR`` overrides it. Writes are atomic
-(temp file + rename) so concurrent lowerings never read a half-written engine.
+The key (:func:`partition_key`) hashes what decides the engine: the partition's aten program (GRAPH JSON and
+every weight's bytes), its I/O dtypes, devices and dim ranges, the build options that shape the engine, and
+the tools that build it (TensorRT flavour and version, torch/onnxscript versions, this package's version, the
+local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_VERSION`. A hit therefore skips
+the ONNX export, onnxruntime validation and the TensorRT build; the entry carries everything else the blob
+needs from the export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
+
+One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then a JSON header, then the engine; a sha256 of both
+sits in ``_HEAD``). Writes go to a temp file in the same folder and are renamed into place (``os.replace``),
+so a reader sees a whole entry or none; an entry that fails its checks is a miss and is removed. The folder
+is bounded (:func:`max_bytes`): after each store the least recently used entries go (a hit touches the
+entry's mtime, the LRU clock).
+
+Location: ``ET_TENSORRT_CACHE_DIR``, default ``~/.cache/et_tensorrt/engines``; limit:
+``ET_TENSORRT_CACHE_MAX_BYTES`` (bytes, or with a K/M/G/T suffix; 0 stores nothing).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import json
 import logging
 import os
+import re
+import struct
 import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+
+from et_tensorrt.blob import DimRange, IOEntry, Weight
+from et_tensorrt.errors import OptionError
 
 logger = logging.getLogger("et_tensorrt")
 
 ENV_CACHE_DIR = "ET_TENSORRT_CACHE_DIR"
+ENV_CACHE_MAX_BYTES = "ET_TENSORRT_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 10 * 2**30
+FORMAT_VERSION = 1  # bump when the key's inputs or the entry layout change: old entries then simply miss
+SUFFIX = ".etrc"
+LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
+_TEMP_PREFIX = ".tmp-"
+_STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 
-# Process-wide counters (tests read them to prove a cache hit without timing).
-stats = {"hits": 0, "misses": 0, "stores": 0}
+_MAGIC = b"ETRTCACH"
+_HEAD = struct.Struct("<8sIIQ32s")  # magic, format version, header length, engine length, sha256(header+engine)
+_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+
+# Process-wide counters (tests read them to prove a hit without timing).
+stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "corrupt": 0}
+
+_source: contextvars.ContextVar[str | None] = contextvars.ContextVar("et_tensorrt_cache_source", default=None)
 
 
 def cache_dir() -> Path:
@@ -29,51 +66,376 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "et_tensorrt" / "engines"
 
 
-def cache_key(onnx_bytes: bytes, settings: Mapping[str, object], flavour: str, version: str) -> str:
-    h = hashlib.sha256()
-    h.update(b"et_tensorrt-engine-cache-v1\0")
-    h.update(f"{flavour}\0{version}\0".encode())
-    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
-    h.update(b"\0")
-    h.update(onnx_bytes)
+def max_bytes() -> int:
+    """The size limit of the cache folder, from ``ET_TENSORRT_CACHE_MAX_BYTES`` (OptionError when unreadable)."""
+    text = os.environ.get(ENV_CACHE_MAX_BYTES)
+    if text is None or not text.strip():
+        return DEFAULT_MAX_BYTES
+    m = _SIZE_RE.match(text)
+    if m is None:
+        raise OptionError(
+            f"{ENV_CACHE_MAX_BYTES}={text!r} is not a size; give bytes (e.g. 2000000000) or a number with "
+            "K, M, G or T (powers of 1024), or 0 to store nothing"
+        )
+    number, unit = int(m.group(1)), m.group(2).lower()
+    return number * 1024 ** ("kmgt".index(unit) + 1) if unit else number
+
+
+@contextlib.contextmanager
+def describing(source: str) -> Iterator[None]:
+    """While active, entries stored record ``source`` (a model's name or file) for ``et-tensorrt cache list``."""
+    token = _source.set(source)
+    try:
+        yield
+    finally:
+        _source.reset(token)
+
+
+# ------------------------------------------------------------------------------------------------ the key
+
+
+class _Hasher:
+    """sha256 over named, length-prefixed fields: no two different inputs feed the same byte stream."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256(b"et_tensorrt-partition-cache\0")
+
+    def field(self, name: str, data: bytes | memoryview) -> None:
+        self._h.update(struct.pack("<IQ", len(name), len(data)) + name.encode())
+        self._h.update(data)
+
+    def json(self, name: str, value: object) -> None:
+        self.field(name, json.dumps(value, sort_keys=True, default=str, separators=(",", ":")).encode())
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _tensor_bytes(tensor) -> memoryview:
+    """The tensor's values, row-major, as a view (no copy for a contiguous host tensor)."""
+    import torch
+
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous().reshape(-1)
+    return memoryview(t.view(torch.uint8).numpy()) if t.numel() else memoryview(b"")
+
+
+def _dims(dims: Sequence[DimRange]) -> list:
+    return [[d.min, d.opt, d.max] for d in dims]
+
+
+def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, object]) -> str:
+    """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
+    and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
+    tool versions of :func:`tool_versions`)."""
+    h = _Hasher()
+    h.json("format", FORMAT_VERSION)
+    h.json("facts", dict(facts))
+    h.field("graph", graph)
+    for w in weights:
+        h.json("weight", [w.name, w.kind, str(w.tensor.dtype), list(w.tensor.shape), w.persistent])
+        h.field("values", _tensor_bytes(w.tensor))
     return h.hexdigest()
 
 
+@functools.cache
+def _program_checks_digest() -> str:
+    """Digest of the safe loader's rules (et_tensorrt/embedded_program): a hit skips checking a GRAPH the
+    cache has seen pass, so a change of those rules must miss."""
+    folder = Path(__file__).resolve().parent.parent / "embedded_program"
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def tool_versions(target_archs: Sequence[str]) -> dict:
+    """What builds the engine besides the options: TensorRT, the ONNX exporter, this package, and the local
+    GPU when the engine is built for the builder's default target (no explicit ``target_archs``)."""
+    from importlib import metadata
+
+    import torch
+
+    from et_tensorrt import __version__, trt
+
+    def installed(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    gpu = None
+    if not target_archs and torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        gpu = f"sm{major}{minor}"
+    return {
+        "program_checks": _program_checks_digest(),
+        "trt_flavour": trt.flavour(),
+        "trt_version": trt.version(),
+        "torch": torch.__version__,
+        "onnxscript": installed("onnxscript"),
+        "onnx": installed("onnx"),
+        "et_tensorrt": __version__,
+        "default_target_gpu": gpu,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- entries
+
+
+@dataclass
+class Entry:
+    """One cached partition: the engine and what the blob needs from the ONNX export that built it."""
+
+    key: str
+    engine: bytes
+    io: list[IOEntry]  # the engine's I/O table (ONNX names, engine dim ranges)
+    metadata: dict = field(default_factory=dict)  # blob METADATA from the export (opset, picked maxima, ...)
+    onnx_sha256: str = ""  # digest of the ONNX the engine was built from
+    validation: dict | None = None  # the onnxruntime validation outcome, when it ran
+    info: dict = field(default_factory=dict)  # what it is, for `cache list`: source, label, nodes, ops, inputs
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """An entry as ``cache list`` shows it (read from the header only)."""
+
+    key: str
+    path: Path
+    size: int
+    last_used: float  # the file's mtime: the LRU clock
+    created: float
+    engine_bytes: int
+    info: dict
+
+
 def _path(key: str) -> Path:
-    return cache_dir() / f"{key}.engine"
+    return cache_dir() / f"{key}{SUFFIX}"
 
 
-def load(key: str) -> Optional[bytes]:
+def _io_json(entries: Sequence[IOEntry]) -> list:
+    return [[e.role, e.name, e.dtype, _dims(e.dims), e.device_type, e.device_index] for e in entries]
+
+
+def _io_from_json(rows: list) -> list[IOEntry]:
+    return [IOEntry(r, n, d, tuple(DimRange(*x) for x in dims), t, i) for r, n, d, dims, t, i in rows]
+
+
+def _encode(entry: Entry) -> bytes:
+    header = json.dumps(
+        {
+            "key": entry.key,
+            "created": time.time(),
+            "io": _io_json(entry.io),
+            "metadata": entry.metadata,
+            "onnx_sha256": entry.onnx_sha256,
+            "validation": entry.validation,
+            "info": entry.info,
+        },
+        sort_keys=True,
+    ).encode("utf-8")
+    digest = hashlib.sha256(header)
+    digest.update(entry.engine)
+    return _HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), len(entry.engine), digest.digest()) + header + entry.engine
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _read_head(f, file_size: int) -> tuple[int, int, bytes, dict]:
+    raw = f.read(_HEAD.size)
+    if len(raw) != _HEAD.size:
+        raise _Corrupt("shorter than its fixed header")
+    magic, version, header_len, engine_len, digest = _HEAD.unpack(raw)
+    if magic != _MAGIC:
+        raise _Corrupt("not a cache entry (bad magic)")
+    if version != FORMAT_VERSION:
+        raise _Corrupt(f"entry format {version}, this version reads {FORMAT_VERSION}")
+    if _HEAD.size + header_len + engine_len != file_size:
+        raise _Corrupt(f"size {file_size} does not match its header ({_HEAD.size + header_len + engine_len})")
+    header_bytes = f.read(header_len)
+    try:
+        header = json.loads(header_bytes.decode("utf-8"))
+    except ValueError as exc:
+        raise _Corrupt(f"header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise _Corrupt("header is not a JSON object")
+    return engine_len, header_len, digest, {"raw": header_bytes, **header}
+
+
+def _discard(path: Path, why: str) -> None:
+    stats["corrupt"] += 1
+    logger.warning("build cache: removing %s (%s); the partition is built again", path.name, why)
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def load(key: str) -> Entry | None:
+    """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss."""
     path = _path(key)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            engine_len, _, digest, header = _read_head(f, size)
+            engine = f.read(engine_len)
     except FileNotFoundError:
         stats["misses"] += 1
         return None
+    except _Corrupt as exc:
+        _discard(path, str(exc))
+        stats["misses"] += 1
+        return None
     except OSError as exc:
-        logger.warning("engine cache: cannot read %s (%s); rebuilding", path, exc)
+        logger.warning("build cache: cannot read %s (%s); building", path, exc)
         stats["misses"] += 1
         return None
-    if not data:
+    check = hashlib.sha256(header.pop("raw"))
+    check.update(engine)
+    try:
+        if len(engine) != engine_len or check.digest() != digest:
+            raise _Corrupt("checksum mismatch")
+        if header.get("key") != key:
+            raise _Corrupt(f"holds the key {str(header.get('key'))[:16]}..., not its file name's")
+        entry = Entry(
+            key=key,
+            engine=engine,
+            io=_io_from_json(header["io"]),
+            metadata=dict(header["metadata"]),
+            onnx_sha256=str(header["onnx_sha256"]),
+            validation=header["validation"],
+            info=dict(header["info"]),
+        )
+    except (_Corrupt, KeyError, TypeError, ValueError) as exc:
+        _discard(path, str(exc) if isinstance(exc, _Corrupt) else f"malformed header ({exc!r})")
         stats["misses"] += 1
         return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # the LRU clock: a hit makes the entry the most recently used
     stats["hits"] += 1
-    return data
+    return entry
 
 
-def store(key: str, engine: bytes) -> None:
+def store(entry: Entry) -> bool:
+    """Writes ``entry`` atomically, then evicts least recently used entries beyond the limit. Never raises
+    for a file-system problem (a read-only home must not fail lowering): returns whether it was stored."""
+    limit = max_bytes()
+    if entry.info.get("source") is None and _source.get() is not None:
+        entry.info["source"] = _source.get()
+    data = _encode(entry)
+    if len(data) > limit:
+        logger.info(
+            "build cache: %s entry of %d bytes exceeds the limit %d; not stored", entry.key[:16], len(data), limit
+        )
+        return False
     directory = cache_dir()
+    tmp = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".engine")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(engine)
-            os.replace(tmp, _path(key))
-        except BaseException:
-            if os.path.exists(tmp):
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=SUFFIX)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, _path(entry.key))
+        tmp = None
+    except OSError as exc:
+        logger.warning("build cache: cannot write to %s (%s)", directory, exc)
+        return False
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise
-        stats["stores"] += 1
-    except OSError as exc:  # a read-only home must not fail lowering
-        logger.warning("engine cache: cannot write to %s (%s)", directory, exc)
+    stats["stores"] += 1
+    evict(limit, keep=entry.key)
+    return True
+
+
+# ------------------------------------------------------------------------------------ listing and eviction
+
+
+def _entry_files() -> list[tuple[Path, os.stat_result]]:
+    out = []
+    try:
+        names = os.listdir(cache_dir())
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(SUFFIX) or not _KEY_RE.match(name[: -len(SUFFIX)]):
+            continue
+        path = cache_dir() / name
+        with contextlib.suppress(OSError):
+            out.append((path, path.stat()))
+    return out
+
+
+def evict(limit: int, keep: str | None = None) -> int:
+    """Removes least recently used entries until the folder's entries fit ``limit`` bytes (and temp files a
+    dead writer left); ``keep`` (the entry just stored) goes last. Returns how many entries went."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(cache_dir()):
+            path = cache_dir() / name
+            if name.startswith(_TEMP_PREFIX):
+                with contextlib.suppress(OSError):
+                    if now - path.stat().st_mtime > _STALE_TEMP_SECONDS:
+                        path.unlink()
+    files = sorted(_entry_files(), key=lambda p: (p[0].name == f"{keep}{SUFFIX}", p[1].st_mtime_ns))
+    total = sum(st.st_size for _, st in files)
+    removed = 0
+    for path, st in files:
+        if total <= limit:
+            break
+        with contextlib.suppress(FileNotFoundError):  # another process may have evicted it already
+            path.unlink()
+            removed += 1
+        total -= st.st_size
+    stats["evictions"] += removed
+    return removed
+
+
+def entries() -> list[EntryInfo]:
+    """Every readable entry, most recently used first (headers only; unreadable files are skipped)."""
+    out = []
+    for path, st in _entry_files():
+        try:
+            with open(path, "rb") as f:
+                engine_len, _, _, header = _read_head(f, st.st_size)
+        except (OSError, _Corrupt):
+            continue
+        info = header.get("info") if isinstance(header.get("info"), dict) else {}
+        created = header.get("created")
+        out.append(
+            EntryInfo(
+                key=path.name[: -len(SUFFIX)],
+                path=path,
+                size=st.st_size,
+                last_used=st.st_mtime,
+                created=float(created) if isinstance(created, (int, float)) else st.st_mtime,
+                engine_bytes=engine_len,
+                info=info,
+            )
+        )
+    return sorted(out, key=lambda e: e.last_used, reverse=True)
+
+
+def total_bytes() -> int:
+    """Bytes the entries take (what the limit bounds)."""
+    return sum(st.st_size for _, st in _entry_files())
+
+
+def clear() -> tuple[int, int]:
+    """Removes every entry, legacy ``*.engine`` file and temp file; returns (files removed, bytes freed)."""
+    count = freed = 0
+    with contextlib.suppress(OSError):
+        for name in os.listdir(cache_dir()):
+            path = cache_dir() / name
+            ours = name.endswith((SUFFIX, LEGACY_SUFFIX)) or name.startswith(_TEMP_PREFIX)
+            if not ours or not path.is_file():
+                continue
+            with contextlib.suppress(OSError):
+                size = path.stat().st_size
+                path.unlink()
+                count += 1
+                freed += size
+    return count, freed

@@ -17,7 +17,6 @@ from torch.export.graph_signature import InputKind
 from et_tensorrt.backend.op_rewrites import Rewriter, lift_constants, rewrite
 from et_tensorrt.errors import EngineBuildError
 
-
 # Targets the rewrites below write in themselves (beyond an edge op's own aten op, its view form from
 # ``_view_op``, and the plain pooling of ``ADAPTIVE_POOLING``). The embedded program's safe loader allows
 # exactly what the partitioner delegates plus these (et_tensorrt/embedded_program/allowed_ops.py).
@@ -96,9 +95,13 @@ def _spell_out_reductions(node: torch.fx.Node) -> None:
 # Ops whose ``dtype`` argument means "cast the input, then compute" (PyTorch), which the ONNX exporter
 # translates as "compute, then cast": a mean of int64 in ONNX divides in integers (mean([1, 2]) = 1).
 _DTYPE_ARG_POSITION = {
-    torch.ops.aten.mean.dim: None, torch.ops.aten.mean.default: None,
-    torch.ops.aten.sum.dim_IntList: None, torch.ops.aten.sum.default: None,
-    torch.ops.aten.softmax.int: 2, torch.ops.aten.log_softmax.int: 2, torch.ops.aten.cumsum.default: None,
+    torch.ops.aten.mean.dim: None,
+    torch.ops.aten.mean.default: None,
+    torch.ops.aten.sum.dim_IntList: None,
+    torch.ops.aten.sum.default: None,
+    torch.ops.aten.softmax.int: 2,
+    torch.ops.aten.log_softmax.int: 2,
+    torch.ops.aten.cumsum.default: None,
 }
 
 
@@ -207,6 +210,12 @@ def _host_tensor(t):
     return torch.nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) else moved
 
 
+def _collect_device(value, found: list) -> object:
+    if isinstance(value, torch.device):
+        found.append(value)
+    return value
+
+
 def is_on_host(ep: ExportedProgram) -> bool:
     """Every tensor the program records, every device argument and every weight is on the host."""
     for node in ep.graph.nodes:
@@ -214,8 +223,8 @@ def is_on_host(ep: ExportedProgram) -> bool:
         for v in vals if isinstance(vals, (list, tuple)) else [vals]:
             if isinstance(v, torch.Tensor) and v.device.type != "cpu":
                 return False
-        devices = []
-        torch.fx.node.map_aggregate((node.args, node.kwargs), lambda a: devices.append(a) if isinstance(a, torch.device) else a)
+        devices: list[torch.device] = []
+        torch.fx.node.map_aggregate((node.args, node.kwargs), lambda a, found=devices: _collect_device(a, found))
         if any(d.type != "cpu" for d in devices):
             return False
     tensors = list(ep.state_dict.values()) + list(ep.constants.values())

@@ -1,14 +1,12 @@
-"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine (through the build cache)."""
+"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine."""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from et_tensorrt import trt
-from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
@@ -19,29 +17,15 @@ logger = logging.getLogger("et_tensorrt")
 class BuildSettings:
     precision: str = "fp32"
     target_archs: tuple[str, ...] = ()
-    workspace_bytes: Optional[int] = None
+    workspace_bytes: int | None = None
     # weights="refit": a weight-stripped engine (STRIP_PLAN) that assumes the refit weights are the build's
     # (REFIT_IDENTICAL, so TensorRT still optimizes with their values); the blob's REFIT_MAP restores them.
     strip_weights: bool = False
-
-    def as_dict(self, export: OnnxExport) -> dict:
-        return {
-            "precision": self.precision,
-            "target_archs": list(self.target_archs),
-            "workspace_bytes": self.workspace_bytes,
-            "strip_weights": self.strip_weights,
-            "profiles": [
-                {i.name: [[d.min, d.opt, d.max] for d in dims] for i, dims in zip(export.engine_inputs, shapes)}
-                for shapes in profile_shapes(export)
-            ],
-        }
 
 
 @dataclass
 class BuildResult:
     engine: bytes
-    cache_key: str
-    cache_hit: bool
     seconds: float
 
 
@@ -110,7 +94,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     network = builder.create_network(trt.network_flags())
     parser = t.OnnxParser(network, log)
     if not parser.parse(export.model_bytes):
-        raise EngineBuildError(f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}")
+        raise EngineBuildError(
+            f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}"
+        )
 
     # The network must take/return exactly what the partition does (catches silent narrowing).
     for kind, count, get, infos in (
@@ -134,8 +120,10 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     if settings.strip_weights:
         for flag in ("STRIP_PLAN", "REFIT_IDENTICAL"):
             if not hasattr(t.BuilderFlag, flag):
-                raise EngineBuildError(f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
-                                       "weight-stripped engines; lower with weights='both'")
+                raise EngineBuildError(
+                    f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
+                    "weight-stripped engines; lower with weights='both'"
+                )
             config.set_flag(getattr(t.BuilderFlag, flag))
     if settings.target_archs:
         if not trt.supports_target_archs():
@@ -145,7 +133,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             if not config.set_compute_capability(trt.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
     inputs = export.engine_inputs
-    shape_inputs = [info.name for i, info in enumerate(inputs) if network.get_input(i).is_shape_tensor and not info.is_size]
+    shape_inputs = [
+        info.name for i, info in enumerate(inputs) if network.get_input(i).is_shape_tensor and not info.is_size
+    ]
     if shape_inputs:
         raise EngineBuildError(
             f"partition input(s) {', '.join(shape_inputs)} set a shape by their values (TensorRT shape tensors), "
@@ -165,8 +155,9 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
                         profile.set_shape_input(info.name, [value.min], [value.opt], [value.max])
                     profile.set_shape(info.name, (), (), ())
                     continue
-                profile.set_shape(info.name, tuple(d.min for d in dims), tuple(d.opt for d in dims),
-                                  tuple(d.max for d in dims))
+                profile.set_shape(
+                    info.name, tuple(d.min for d in dims), tuple(d.opt for d in dims), tuple(d.max for d in dims)
+                )
             config.add_optimization_profile(profile)
 
     serialized = builder.build_serialized_network(network, config)
@@ -199,16 +190,8 @@ def _cuda_available() -> bool:
         return False
 
 
-def build_engine(export: OnnxExport, settings: BuildSettings, use_cache: bool = True) -> BuildResult:
-    key = build_cache.cache_key(export.model_bytes, settings.as_dict(export), trt.flavour(), trt.version())
+def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:
+    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX)."""
     start = time.perf_counter()
-    if use_cache:
-        cached = build_cache.load(key)
-        if cached is not None:
-            logger.debug("engine cache hit %s", key[:16])
-            return BuildResult(cached, key, True, time.perf_counter() - start)
     engine = build_network_engine(export, settings)
-    seconds = time.perf_counter() - start
-    if use_cache:
-        build_cache.store(key, engine)
-    return BuildResult(engine, key, False, seconds)
+    return BuildResult(engine, time.perf_counter() - start)

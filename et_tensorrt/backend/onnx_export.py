@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 from torch.export import ExportedProgram
@@ -74,7 +73,7 @@ class OnnxExport:
         return max((len(i.profiles) for i in self.inputs), default=1) or 1
 
 
-def find_float64(ep: ExportedProgram) -> Optional[str]:
+def find_float64(ep: ExportedProgram) -> str | None:
     """Name of the first node (with its op) that produces or holds a float64 tensor, else None."""
     for node in ep.graph.nodes:
         vals = node.meta.get("val")
@@ -96,7 +95,7 @@ def example_inputs(infos: list[TensorInfo]) -> tuple:
 class _Cast(torch.nn.Module):
     """Run ``inner`` in a lower float precision; I/O keeps the partition's dtypes."""
 
-    def __init__(self, inner: torch.nn.Module, dtype: Optional[torch.dtype]):
+    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype | None):
         super().__init__()
         if dtype is not None:  # ep.module() shares its parameters with the program: cast a copy
             import copy
@@ -112,8 +111,10 @@ class _Cast(torch.nn.Module):
                 owner, _, attr = node.target.rpartition(".")
                 mod = inner.get_submodule(owner) if owner else inner
                 value = getattr(mod, attr, None)
-                if isinstance(value, torch.Tensor) and value.dtype == torch.float32 and not isinstance(
-                    value, torch.nn.Parameter
+                if (
+                    isinstance(value, torch.Tensor)
+                    and value.dtype == torch.float32
+                    and not isinstance(value, torch.nn.Parameter)
                 ):
                     if attr in mod._buffers:
                         mod._buffers[attr] = value.to(dtype)
@@ -163,8 +164,9 @@ def with_precision(
         dyn.append(spec or None)
     # torch.export specializes sizes 0/1: give dynamic dims an example size of at least 2.
     args = tuple(
-        max(2, info.value.opt) if info.is_size else
-        torch.zeros([r.opt if r.is_static else max(2, r.opt) for r in info.dims], dtype=info.dtype)
+        max(2, info.value.opt)
+        if info.is_size
+        else torch.zeros([r.opt if r.is_static else max(2, r.opt) for r in info.dims], dtype=info.dtype)
         for info in inputs
     )
     dynamic = any(spec for spec in dyn)
@@ -181,17 +183,12 @@ def _info(name: str, val, ranges: SymbolRanges, ep: ExportedProgram) -> TensorIn
     return TensorInfo(name, val.dtype, val.device, dims, declared, per_profile)
 
 
-def export_onnx(
-    ep: ExportedProgram,
-    precision: str = "fp32",
-    max_factor: int = 2,
-    dynamic_dims: dict[str, DynamicDim] | None = None,
-) -> OnnxExport:
-    """``ep``: the partition as an aten program; its user inputs are the delegate's arguments."""
-    import time
-
-    import onnx
-
+def partition_io(
+    ep: ExportedProgram, max_factor: int = 2, dynamic_dims: dict[str, DynamicDim] | None = None
+) -> tuple[list[TensorInfo], list[TensorInfo], ExportedProgram, SymbolRanges]:
+    """The delegate's arguments and results (tensors named by their nodes until the export names them; a
+    size the engine derives itself named ""), the program the engine computes, and the symbol ranges.
+    No tracing: the build cache keys on these before any export."""
     engine_ep, kept_sizes = engine_program(ep)
     ranges = symbol_ranges(engine_ep, max_factor, dynamic_dims)
     inputs = []
@@ -205,6 +202,21 @@ def export_onnx(
         if not isinstance(val, torch.Tensor):
             raise EngineBuildError(f"partition output {out} is not a tensor; TensorRT engines return tensors only")
         outputs.append(_info(out.name, val, ranges, ep))
+    return inputs, outputs, engine_ep, ranges
+
+
+def export_onnx(
+    ep: ExportedProgram,
+    precision: str = "fp32",
+    max_factor: int = 2,
+    dynamic_dims: dict[str, DynamicDim] | None = None,
+) -> OnnxExport:
+    """``ep``: the partition as an aten program; its user inputs are the delegate's arguments."""
+    import time
+
+    import onnx
+
+    inputs, outputs, engine_ep, ranges = partition_io(ep, max_factor, dynamic_dims)
     engine_inputs = [i for i in inputs if i.bound]
     profile = ranges.profile
     picked = ranges.picked
@@ -247,7 +259,7 @@ def export_onnx(
     return OnnxExport(data, int(opset), inputs, outputs, picked, seconds)
 
 
-def onnx_node_origin(model_bytes: bytes, node_name: str) -> Optional[str]:
+def onnx_node_origin(model_bytes: bytes, node_name: str) -> str | None:
     """The torch op an ONNX node came from (the exporter's ``pkg.torch.onnx.*`` metadata), if recorded."""
     import onnx
 

@@ -33,9 +33,21 @@ aten = torch.ops.aten
 # Every target the rewrites below write (beyond the plain poolings of ``ADAPTIVE_POOLING``): the embedded
 # program's safe loader allows them (et_tensorrt/embedded_program/allowed_ops.py). A new rewrite adds its own.
 TARGETS = (
-    "aten._to_copy.default", "aten.add.Scalar", "aten.add.Tensor", "aten.arange.default", "aten.eq.Tensor",
-    "aten.expand.default", "aten.lt.Scalar", "aten.matmul.default", "aten.mm.default", "aten.mul.Scalar",
-    "aten.reshape.default", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.where.self", "aten.zeros_like.default",
+    "aten._to_copy.default",
+    "aten.add.Scalar",
+    "aten.add.Tensor",
+    "aten.arange.default",
+    "aten.eq.Tensor",
+    "aten.expand.default",
+    "aten.lt.Scalar",
+    "aten.matmul.default",
+    "aten.mm.default",
+    "aten.mul.Scalar",
+    "aten.reshape.default",
+    "aten.squeeze.dims",
+    "aten.unsqueeze.default",
+    "aten.where.self",
+    "aten.zeros_like.default",
 )
 
 
@@ -79,8 +91,10 @@ class Rewriter:
             with self.gm.graph.inserting_before(first_user):
                 node = self.gm.graph.placeholder(name)
         else:
-            with self.gm.graph.inserting_after(placeholders[-1]) if placeholders else self.gm.graph.inserting_before(
-                self.before
+            with (
+                self.gm.graph.inserting_after(placeholders[-1])
+                if placeholders
+                else self.gm.graph.inserting_before(self.before)
             ):
                 node = self.gm.graph.placeholder(name)
         node.meta["val"] = self.fake_mode.from_tensor(value)

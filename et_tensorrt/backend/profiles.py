@@ -42,7 +42,10 @@ class DynamicDim:
 
 def encode_dynamic_dims(dims: Mapping[str, DynamicDim]) -> str:
     return json.dumps(
-        {name: {"declared": list(d.declared) if d.declared else None, "opts": list(d.opts)} for name, d in dims.items()},
+        {
+            name: {"declared": list(d.declared) if d.declared else None, "opts": list(d.opts)}
+            for name, d in dims.items()
+        },
         sort_keys=True,
     )
 
@@ -51,8 +54,10 @@ def decode_dynamic_dims(text: str) -> dict[str, DynamicDim]:
     try:
         raw = json.loads(text) if text else {}
         return {
-            name: DynamicDim(tuple(int(v) for v in d["declared"]) if d.get("declared") else None,
-                             tuple(int(v) for v in d.get("opts", ())))
+            name: DynamicDim(
+                tuple(int(v) for v in d["declared"]) if d.get("declared") else None,
+                tuple(int(v) for v in d.get("opts", ())),
+            )
             for name, d in raw.items()
         }
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -165,8 +170,9 @@ def symbol_ranges(
     for symbol, (size, form, where) in sorted(_symbol_hints(ep).items(), key=lambda kv: str(kv[0])):
         rng = ep.range_constraints.get(symbol)
         if rng is None:
-            raise EngineBuildError(f"an engine input has the symbolic size {size.node.expr}, and the program "
-                                   f"records no range for {symbol}")
+            raise EngineBuildError(
+                f"an engine input has the symbolic size {size.node.expr}, and the program records no range for {symbol}"
+            )
         spec = dynamic_dims.get(str(symbol), DynamicDim())
         hi = _bound(rng.upper)
         lo = recovered_lower(_bound(rng.lower) or 0, hi, spec.declared)

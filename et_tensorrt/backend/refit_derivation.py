@@ -22,8 +22,18 @@ from et_tensorrt.errors import EngineBuildError
 logger = logging.getLogger("et_tensorrt")
 
 _ONNX_TO_TORCH = {
-    1: torch.float32, 2: torch.uint8, 3: torch.int8, 4: torch.uint16, 5: torch.int16, 6: torch.int32,
-    7: torch.int64, 9: torch.bool, 10: torch.float16, 11: torch.float64, 12: torch.uint32, 13: torch.uint64,
+    1: torch.float32,
+    2: torch.uint8,
+    3: torch.int8,
+    4: torch.uint16,
+    5: torch.int16,
+    6: torch.int32,
+    7: torch.int64,
+    9: torch.bool,
+    10: torch.float16,
+    11: torch.float64,
+    12: torch.uint32,
+    13: torch.uint64,
     16: torch.bfloat16,
 }
 _MAX_PERMUTE_RANK = 4  # transposes tried for sources up to this rank (24 orders)
@@ -46,8 +56,10 @@ def onnx_initializers(model_bytes: bytes) -> list[tuple[str, torch.Tensor]]:
     for init in model.graph.initializer:
         dtype = _ONNX_TO_TORCH.get(init.data_type)
         if dtype is None:
-            raise EngineBuildError(f"ONNX initializer {init.name!r} has element type {init.data_type}, which a "
-                                   "refit map cannot carry; lower with weights='both'")
+            raise EngineBuildError(
+                f"ONNX initializer {init.name!r} has element type {init.data_type}, which a "
+                "refit map cannot carry; lower with weights='both'"
+            )
         array = numpy_helper.to_array(init)
         data = bytearray(array.tobytes())
         flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
@@ -76,8 +88,17 @@ def _batch_norms(ep) -> list[dict]:
         if layer[0] is None:
             continue
         gamma, beta, mean, var = params
-        found.append({"weight": layer[0], "bias": layer[1], "gamma": gamma, "beta": beta, "mean": mean,
-                      "var": var, "eps": float(args[6])})
+        found.append(
+            {
+                "weight": layer[0],
+                "bias": layer[1],
+                "gamma": gamma,
+                "beta": beta,
+                "mean": mean,
+                "var": var,
+                "eps": float(args[6]),
+            }
+        )
     return found
 
 
@@ -159,8 +180,11 @@ class _Deriver:
             cast = [] if w.dtype == target.dtype else [rm.Step(rm.CAST, dtype=tdtype)]
             if w.shape == target.shape:
                 for axis in (0, 1):
-                    steps = (rm.Step(rm.SOURCE, weight=idx["weight"]), *cast,
-                             rm.Step(rm.BN_SCALE, params=(idx["gamma"], idx["var"]), eps=eps, axis=axis))
+                    steps = (
+                        rm.Step(rm.SOURCE, weight=idx["weight"]),
+                        *cast,
+                        rm.Step(rm.BN_SCALE, params=(idx["gamma"], idx["var"]), eps=eps, axis=axis),
+                    )
                     if self._check(steps, target, tdtype):
                         return steps
             params = (idx["gamma"], idx["var"], idx["mean"], idx["beta"])
@@ -168,8 +192,11 @@ class _Deriver:
                 if "bias" in idx:
                     b = self.weights[idx["bias"]]
                     bcast = [] if b.dtype == target.dtype else [rm.Step(rm.CAST, dtype=tdtype)]
-                    steps = (rm.Step(rm.SOURCE, weight=idx["bias"]), *bcast,
-                             rm.Step(rm.BN_SHIFT, params=params, eps=eps))
+                    steps = (
+                        rm.Step(rm.SOURCE, weight=idx["bias"]),
+                        *bcast,
+                        rm.Step(rm.BN_SHIFT, params=params, eps=eps),
+                    )
                 else:
                     steps = (rm.Step(rm.BN_SHIFT, params=params, eps=eps, zero=True),)
                 if self._check(steps, target, tdtype):
@@ -201,8 +228,13 @@ def derive_refit_map(model_bytes: bytes, weights: list[Weight], ep=None) -> Refi
     return RefitPlan(entries, payload, raw_bytes)
 
 
-def verify_refit_map(model_bytes: bytes, entries: list[rm.Entry], weights: list[torch.Tensor],
-                     refit_map: bytes | memoryview, weight_names: list[str] | None = None) -> None:
+def verify_refit_map(
+    model_bytes: bytes,
+    entries: list[rm.Entry],
+    weights: list[torch.Tensor],
+    refit_map: bytes | memoryview,
+    weight_names: list[str] | None = None,
+) -> None:
     """Rebuild every initializer from the map (as the runtime will) and compare its bytes with the ONNX
     model's; raises EngineBuildError naming the first initializer that is missing or differs."""
     by_name = {e.name: e for e in entries}
@@ -210,13 +242,16 @@ def verify_refit_map(model_bytes: bytes, entries: list[rm.Entry], weights: list[
     for name, target in onnx_initializers(model_bytes):
         entry = by_name.get(name)
         if entry is None:
-            raise EngineBuildError(f"refit map: ONNX initializer {name!r} has no entry; the stripped engine could "
-                                   "not be refitted (lower with weights='both' and report this)")
+            raise EngineBuildError(
+                f"refit map: ONNX initializer {name!r} has no entry; the stripped engine could "
+                "not be refitted (lower with weights='both' and report this)"
+            )
         try:
             got = rm.rebuild(entry, weights, refit_map)
         except Exception as e:
-            raise EngineBuildError(f"refit map: initializer {name!r} ({rm.describe(entry, names)}) cannot be "
-                                   f"rebuilt: {e}") from e
+            raise EngineBuildError(
+                f"refit map: initializer {name!r} ({rm.describe(entry, names)}) cannot be rebuilt: {e}"
+            ) from e
         if not _same(got, target):
             raise EngineBuildError(
                 f"refit map: initializer {name!r} rebuilt as {rm.describe(entry, names)} differs from the ONNX "

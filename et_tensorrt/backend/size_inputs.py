@@ -73,6 +73,9 @@ def _call_graph(signature: ExportGraphSignature, ep: ExportedProgram) -> list:
     from torch.utils import _pytree as pytree
 
     in_spec = pytree.tree_flatten((tuple(signature.user_inputs), {}))[1]
-    out_spec = ep.module_call_graph[0].signature.out_spec if ep.module_call_graph and ep.module_call_graph[0].signature \
+    out_spec = (
+        ep.module_call_graph[0].signature.out_spec
+        if ep.module_call_graph and ep.module_call_graph[0].signature
         else pytree.tree_flatten(signature.user_outputs)[1]
+    )
     return [ModuleCallEntry("", ModuleCallSignature(inputs=[], outputs=[], in_spec=in_spec, out_spec=out_spec))]

@@ -44,10 +44,25 @@ _aten = torch.ops.aten
 # Ops whose output holds values of their first argument unchanged (moved, repeated, re-typed): an index
 # read through them is still an index.
 _PASSING_VALUES = {
-    _aten.view.default, _aten.reshape.default, _aten._unsafe_view.default, _aten.unsqueeze.default,
-    _aten.squeeze.dim, _aten.squeeze.dims, _aten.squeeze.default, _aten.expand.default, _aten.permute.default,
-    _aten.transpose.int, _aten.t.default, _aten.clone.default, _aten.contiguous.default, _aten.alias.default,
-    _aten.flatten.using_ints, _aten.select.int, _aten.slice.Tensor, _aten._to_copy.default, _aten.repeat.default,
+    _aten.view.default,
+    _aten.reshape.default,
+    _aten._unsafe_view.default,
+    _aten.unsqueeze.default,
+    _aten.squeeze.dim,
+    _aten.squeeze.dims,
+    _aten.squeeze.default,
+    _aten.expand.default,
+    _aten.permute.default,
+    _aten.transpose.int,
+    _aten.t.default,
+    _aten.clone.default,
+    _aten.contiguous.default,
+    _aten.alias.default,
+    _aten.flatten.using_ints,
+    _aten.select.int,
+    _aten.slice.Tensor,
+    _aten._to_copy.default,
+    _aten.repeat.default,
 }
 
 
@@ -82,7 +97,11 @@ def _index_bound(node: torch.fx.Node, depth: int = 0) -> int | None:
             positions = [i for i, x in enumerate(args[1]) if x is node]
             if positions:  # index_put's values (args[2]) are data, not an index
                 bounds += _indexed_dims(args[0], positions)
-        elif user.target in (aten.scatter.src, aten.scatter.value, aten.scatter_add.default) and len(args) > 2 and args[2] is node:
+        elif (
+            user.target in (aten.scatter.src, aten.scatter.value, aten.scatter_add.default)
+            and len(args) > 2
+            and args[2] is node
+        ):
             bounds += _indexed_dims(args[0], [args[1]])
     return min(bounds) if bounds else None
 
@@ -155,8 +174,11 @@ def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", s
     got = run_onnx(export, inputs)
     result = compare(expected, got, for_precision(precision))
     if not result.passed:
-        problems = result.failures() if result.problem else [_problem(export.outputs[o.index].name, o)
-                                                             for o in result.outputs if not o.ok]
+        problems = (
+            result.failures()
+            if result.problem
+            else [_problem(export.outputs[o.index].name, o) for o in result.outputs if not o.ok]
+        )
         raise ValidationError(f"ONNX differs from PyTorch ({result.tolerances}): " + "; ".join(problems))
     return {info.name: o.max_abs_error for info, o in zip(export.outputs, result.outputs, strict=True)}
 

@@ -1,6 +1,6 @@
 """The `et-tensorrt` / `python -m et_tensorrt` command line.
 
-Commands: demo, lower, inspect, run, check, describe (`et-tensorrt COMMAND --help` for each).
+Commands: demo, lower, inspect, run, check, describe, cache (`et-tensorrt COMMAND --help` for each).
 Exit status: 0 success; 1 error (one `error:` line on stderr; `--debug` shows the traceback); 2 bad
 command line (checked before any work); 3 `check`/`demo` did not pass; 4 the lowering delegated nothing
 (`--allow-no-delegate` accepts that).
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import OptionError
+from .cache import cmd_cache
 from .commands import cmd_check, cmd_demo, cmd_describe, cmd_inspect, cmd_lower, cmd_run
 from .common import (
     EXIT_ERROR,
@@ -32,6 +33,7 @@ COMMANDS = {
     "run": cmd_run,
     "check": cmd_check,
     "describe": cmd_describe,
+    "cache": cmd_cache,
 }
 
 __all__ = [
@@ -50,10 +52,12 @@ __all__ = [
 
 def _check_environment() -> None:
     """Settings read from the environment, checked like arguments."""
+    from ..backend.build_cache import max_bytes
     from ..runtime.executors import fallback_policy
 
     try:
         fallback_policy()
+        max_bytes()
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(COMMANDS).parse_args(argv)
     with quiet_third_party(args.debug):
         try:
-            if args.command in ("run", "check", "demo"):
+            if args.command in ("run", "check", "demo", "lower", "cache"):
                 _check_environment()
             return args.func(args)
         except KeyboardInterrupt:

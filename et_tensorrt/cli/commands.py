@@ -1,4 +1,5 @@
-"""The six commands. Arguments arrive checked (parser.py); each command loads, works and prints."""
+"""The commands (``cache`` lives in cache.py). Arguments arrive checked (parser.py); each command loads, works
+and prints."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def cmd_lower(args) -> int:
     program = load_program(args.program)
     specs = program_input_specs(program)
     print(f"{args.program}: " + ", ".join(f"{s.name} {s.text()}" for s in specs))
-    lowered = lower_program(program, LoweringRequest.from_args(args), args.debug)
+    lowered = lower_program(program, LoweringRequest.from_args(args), args.debug, source=args.program)
     write_program(args.output, lowered.data)
     return EXIT_OK
 
@@ -86,7 +87,7 @@ def _check(args, keep_result: bool = False):
     else:
         check_inputs(inputs, specs)
     expected = _eager(program.module(), inputs)
-    lowered = lower_program(program, request, args.debug)
+    lowered = lower_program(program, request, args.debug, source=args.program, record=True)
     if args.output:
         write_program(args.output, lowered.data)
     load_runtime(args.debug)
@@ -121,6 +122,7 @@ def _require_cuda(device: torch.device) -> None:
 
 def cmd_run(args) -> int:
     from .. import Runner, inspection
+
     _require_cuda(args.device)
     inputs = load_inputs(args.inputs) if args.inputs else None
     with open(args.pte, "rb") as f:
@@ -207,7 +209,7 @@ def cmd_demo(args) -> int:
         f"      torch_executed_ops={list(hb.TORCH_EXECUTED_OPS)}"
     )
     request = LoweringRequest(args.target_device, args.min_block_size, tuple(hb.TORCH_EXECUTED_OPS))
-    lowered = lower_program(hb.export_on_host(), request, args.debug)
+    lowered = lower_program(hb.export_on_host(), request, args.debug, source="demo: host_branch", record=True)
     print("  on the host here: " + "; ".join(f"{n} ({r.code})" for n, r in lowered.report.host_nodes.items()))
     if args.output:
         write_program(args.output, lowered.data)

@@ -59,8 +59,11 @@ def print_plan(plan) -> None:
         )
     print_table(rows)
     for i, d in enumerate(plan.delegates):
-        print(f"  delegate {i}: {d.executor} ({d.executor_detail}) on {d.execution_device}, "
-              f"{d.bytes_copied:,} B copied, {d.executor_ns / 1e3:.1f} us executor + {d.delegate_ns / 1e3:.1f} us delegate")
+        print(
+            f"  delegate {i}: {d.executor} ({d.executor_detail}) on {d.execution_device}, "
+            f"{d.bytes_copied:,} B copied, {d.executor_ns / 1e3:.1f} us executor"
+            f" + {d.delegate_ns / 1e3:.1f} us delegate"
+        )
         if d.executor_reason:
             print(f"    why not TensorRT: {d.executor_reason}")
 

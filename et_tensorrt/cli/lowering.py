@@ -4,6 +4,7 @@ lowering that delegated nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ class LoweringRequest:
             target_device=args.target_device,
             min_block_size=args.min_block_size,
             torch_executed_ops=tuple(args.torch_executed_op),
-            build=BuildOptions(precision=args.precision, target_archs=tuple(args.target_arch), weights=args.weights),
+            build=BuildOptions(
+                precision=args.precision, target_archs=tuple(args.target_arch), cache=args.cache, weights=args.weights
+            ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,
         )
@@ -38,9 +41,9 @@ class LoweringRequest:
     def describe(self) -> str:
         archs = f", targets {','.join(self.build.target_archs)}" if self.build.target_archs else ""
         return (
-            f"lowering for {self.target_device} (precision {self.build.precision}{archs}, weights {self.build.weights}, "
-            f"min_block_size "
-            f"{self.min_block_size}, torch_executed_ops {list(self.torch_executed_ops)})"
+            f"lowering for {self.target_device} (precision {self.build.precision}{archs}, "
+            f"weights {self.build.weights}, min_block_size {self.min_block_size}, "
+            f"torch_executed_ops {list(self.torch_executed_ops)})"
         )
 
 
@@ -51,18 +54,21 @@ class Lowered:
     exports: dict  # et_tensorrt.blob.program_digest -> backend.preprocess.PartitionExport
 
 
-def lower_program(program, request: LoweringRequest, debug: bool) -> Lowered:
-    """Lower ``program`` (an ExportedProgram); prints as it goes. Raises UsageError for a
-    ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
+def lower_program(program, request: LoweringRequest, debug: bool, *, source: str, record: bool = False) -> Lowered:
+    """Lower ``program`` (an ExportedProgram; ``source`` names it in build-cache entries); prints as it goes.
+    ``record``: keep each partition's ONNX export for ``check`` (a build-cache hit then still exports it).
+    Raises UsageError for a ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was
+    delegated."""
     from .. import lower
-    from ..backend import preprocess
+    from ..backend import build_cache, preprocess
 
     before = dict(preprocess.stats)
     print(request.describe() + " ...", flush=True)
     start = time.perf_counter()
     with (
         backend_log(debug),
-        preprocess.record_exports() as exports,
+        build_cache.describing(source),
+        preprocess.record_exports() if record else contextlib.nullcontext({}) as exports,
         warnings.catch_warnings(record=True) as caught,
     ):
         warnings.simplefilter("always")

@@ -196,6 +196,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         "caller's pointers (default on)",
     )
     p.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.cache,
+        help="reuse engines from the build cache and store new ones (see `et-tensorrt cache`; default on)",
+    )
+    p.add_argument(
         "--allow-no-delegate",
         action="store_true",
         help="accept a lowering that delegates nothing (default: exit status 4)",
@@ -273,6 +279,16 @@ def build_parser(commands) -> argparse.ArgumentParser:
     _lowering_options(p)
 
     sub.add_parser("describe", help="print ExecuTorch descriptors of a few example tensors")
+
+    p = sub.add_parser("cache", help="the on-disk build cache: list its entries, its size and limit, or clear it")
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "size", "clear"),
+        default="list",
+        help="list: entries (size, last used, model and partition) and the total; size: the total against "
+        "the limit; clear: remove every entry (default list)",
+    )
     for name, action in sub.choices.items():
         action.set_defaults(func=commands[name])
     return parser

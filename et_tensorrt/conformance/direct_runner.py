@@ -15,7 +15,7 @@ functions, e.g. ``executorch.backends.test.suite.operators.test_conv3d.test_conv
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Optional
+from typing import Any
 
 import torch
 
@@ -43,14 +43,14 @@ class DirectRunner:
     def __init__(self, flow=ET_TENSORRT_TEST_FLOW, seed: int = 0):
         self._flow = flow
         self._seed = seed
-        self.results: List[DirectResult] = []
+        self.results: list[DirectResult] = []
 
     def lower_and_run_model(
         self,
         model: torch.nn.Module,
         inputs: Any,
         generate_random_test_inputs: bool = True,
-        dynamic_shapes: Optional[Any] = None,
+        dynamic_shapes: Any | None = None,
     ) -> DirectResult:
         from executorch.backends.test.harness.stages import StageType
 

@@ -14,7 +14,8 @@ mismatch fails the subtest.
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from executorch.backends.test.suite.flow import TestFlow
 
@@ -52,8 +53,8 @@ def make_tester(module, example_inputs, dynamic_shapes=None, **options):
 
 def make_flow(
     name: str = FLOW_NAME,
-    partitioner_options: Optional[Mapping[str, Any]] = None,
-    build_options: Optional[BuildOptions] = None,
+    partitioner_options: Mapping[str, Any] | None = None,
+    build_options: BuildOptions | None = None,
     **flow_kwargs: Any,
 ) -> TestFlow:
     """A ``TestFlow`` for our delegate; ``partitioner_options`` replace the flow defaults, ``build_options``

@@ -3,15 +3,15 @@
 A partition's aten program holds only what the partitioner delegates (``supported_ops.SUPPORTED_OPS``)
 after ``edge_to_aten`` rewrote it: an edge op becomes its aten op or that op's view form (``_view_op``),
 adaptive pooling becomes plain pooling (``ADAPTIVE_POOLING``), and the rewrites write a few targets of
-their own (``edge_to_aten.REWRITE_TARGETS``, ``op_rewrites.TARGETS``). That set, minus any op that could address memory it was not given
-(``as_strided``-like views, storage or size surgery) or mutate its inputs, is the allowlist; every
-other target in a file is refused by name, before torch resolves it to anything.
+their own (``edge_to_aten.REWRITE_TARGETS``, ``op_rewrites.TARGETS``). That set, minus any op that could
+address memory it was not given (``as_strided``-like views, storage or size surgery) or mutate its inputs, is
+the allowlist; every other target in a file is refused by name, before torch resolves it to anything.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -46,7 +46,7 @@ def unsafe_reason(op: torch._ops.OpOverload) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def allowed_targets() -> frozenset[str]:
     """Serialized target strings (``torch.ops.aten.add.Tensor``, ``_operator.mul``) an embedded program may use."""
     from et_tensorrt.backend import op_rewrites

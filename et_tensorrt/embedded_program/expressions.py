@@ -6,7 +6,8 @@ code. torch 2.13 writes them with ``sympy.srepr``: nested constructor calls such
 one it must parse, under the grammar below, into exactly such a tree:
 
     expr    := CALL '(' args ')' | 'Symbol' '(' SYMBOL_NAME {',' ASSUMPTION '=' BOOL} ')'
-             | 'Integer' '(' INT ')' | 'Rational' '(' INT ',' INT ')' | 'Float' '(' DECIMAL [',' 'precision' '=' INT] ')'
+             | 'Integer' '(' INT ')' | 'Rational' '(' INT ',' INT ')'
+             | 'Float' '(' DECIMAL [',' 'precision' '=' INT] ')'
              | 'oo' | '-oo' | 'true' | 'false'
     args    := expr {',' expr}
 

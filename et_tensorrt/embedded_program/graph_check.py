@@ -18,6 +18,7 @@ import builtins
 import json
 import keyword
 import re
+
 from torch._export.serde import schema as S
 
 from et_tensorrt.errors import ProgramRefusedError

@@ -42,11 +42,20 @@ def program_weights(ep: ExportedProgram) -> list[Weight]:
     return weights
 
 
-def serialize_program(ep: ExportedProgram) -> tuple[bytes, list[Weight]]:
-    """(GRAPH payload, WEIGHTS entries) of an aten ExportedProgram."""
-    from torch._export.serde.serialize import serialize
-
+def check_graph(graph: bytes) -> None:
+    """Raises EngineBuildError when the runtime's safe loader would refuse this GRAPH payload."""
     from .loader import checked_program
+
+    try:
+        checked_program(graph)
+    except ProgramRefusedError as e:
+        raise EngineBuildError(f"the partition's program would be refused by the runtime's safe loader: {e}") from e
+
+
+def serialize_program(ep: ExportedProgram, *, check: bool = True) -> tuple[bytes, list[Weight]]:
+    """(GRAPH payload, WEIGHTS entries) of an aten ExportedProgram. ``check=False`` leaves the loader's checks
+    to the caller (:func:`check_graph`): the build cache skips them for a GRAPH it has seen pass."""
+    from torch._export.serde.serialize import serialize
 
     artifact = serialize(ep, serialize_state_dict=False, serialize_constants=False, serialize_example_inputs=False)
     doc = json.loads(artifact.exported_program)
@@ -54,8 +63,6 @@ def serialize_program(ep: ExportedProgram) -> tuple[bytes, list[Weight]]:
         node["metadata"] = {}
     doc["guards_code"] = []
     graph = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    try:
-        checked_program(graph)
-    except ProgramRefusedError as e:
-        raise EngineBuildError(f"the partition's program would be refused by the runtime's safe loader: {e}") from e
+    if check:
+        check_graph(graph)
     return graph, program_weights(ep)

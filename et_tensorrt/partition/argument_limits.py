@@ -109,8 +109,10 @@ def _adaptive_pool_limit(node) -> str | None:
     if adaptive_pool_window(node) is None and adaptive_avg_pool2d_sizes(node) is None:
         if op_name(node.target) in AVERAGING_ADAPTIVE_POOL2D:
             return "adaptive average pooling is delegated only over static spatial sizes"
-        return ("adaptive max and 3-D pooling are delegated only when the static input size is a multiple of "
-                "the output size (equal windows: a plain pooling)")
+        return (
+            "adaptive max and 3-D pooling are delegated only when the static input size is a multiple of "
+            "the output size (equal windows: a plain pooling)"
+        )
     if _indices_used(node):
         return _NO_INDICES
     return None
@@ -141,9 +143,11 @@ def _data_dependent(val) -> bool:
 
 def _index_limit(node) -> str | None:
     if any(_is_mask(i) for i in node.args[1] if i is not None):
-        return ("a boolean-mask index computed from the inputs selects a data-dependent number of elements "
-                "(TensorRT-RTX has no NonZero; a constant mask is delegated); index with integer tensors, "
-                "or use torch.where")
+        return (
+            "a boolean-mask index computed from the inputs selects a data-dependent number of elements "
+            "(TensorRT-RTX has no NonZero; a constant mask is delegated); index with integer tensors, "
+            "or use torch.where"
+        )
     if _data_dependent(node.meta.get("val")):
         return "its output size depends on the data"
     return None
@@ -194,12 +198,16 @@ def _index_put_limit(node) -> str | None:
     indices = node.args[1]
     if any(_is_mask(i) for i in indices if i is not None):
         if index_put_mask(node) is None:
-            return ("a boolean mask is delegated as one bool mask (only None around it) whose values broadcast "
-                    "without the number of selected elements")
+            return (
+                "a boolean mask is delegated as one bool mask (only None around it) whose values broadcast "
+                "without the number of selected elements"
+            )
         return None
     if _arg(node, 3, "accumulate", False) and index_put_accumulate_dims(node) is None:
-        return ("TensorRT's ScatterND has no reduction: accumulate=True is delegated for a floating-point "
-                "tensor of static shape indexed by integer tensors of static shape from dim 0")
+        return (
+            "TensorRT's ScatterND has no reduction: accumulate=True is delegated for a floating-point "
+            "tensor of static shape indexed by integer tensors of static shape from dim 0"
+        )
     return None
 
 

@@ -23,7 +23,11 @@ from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
 aten = torch.ops.aten
 # Ops whose output holds their input's values (a mask keeps its True positions through them).
 _SAME_VALUES = (
-    aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.detach.default, aten.detach_.default
+    aten.clone.default,
+    aten.alias.default,
+    aten.lift_fresh_copy.default,
+    aten.detach.default,
+    aten.detach_.default,
 )
 _STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 

@@ -43,9 +43,7 @@ def input_nodes(node: Node) -> Iterator[Node]:
 
 def is_placed(graph: torch.fx.Graph) -> bool:
     """True when the graph recorded any tensor on a device other than the host."""
-    return any(
-        t.device.type != "cpu" for n in graph.nodes for t in tensors(n.meta.get("val"))
-    )
+    return any(t.device.type != "cpu" for n in graph.nodes for t in tensors(n.meta.get("val")))
 
 
 def on_engine(device: torch.device, engine: torch.device) -> bool:

@@ -106,9 +106,7 @@ def _debug_name(size: torch.SymInt, position: int, dim: int) -> str | None:
     return None
 
 
-def resolve_opt_sizes(
-    opt_sizes: Mapping[str, int | Sequence[int]], ep: ExportedProgram
-) -> dict[str, tuple[int, ...]]:
+def resolve_opt_sizes(opt_sizes: Mapping[str, int | Sequence[int]], ep: ExportedProgram) -> dict[str, tuple[int, ...]]:
     """``{"batch": [1, 64]}`` / ``{"x:0": 8}`` -> symbol name -> opt values of the symbol. Raises ValueError
     naming the dims the program has when a key is unknown or a size does not fit a derived dim."""
     names = dim_names(ep)

@@ -113,9 +113,7 @@ class TensorRTPartitioner(Partitioner):
 
     def _refusal(self, node: Node, placed: bool, refused: dict[str, Reason]) -> Reason | None:
         engine = self.target_device
-        reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(
-            node, engine, placed
-        )
+        reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(node, engine, placed)
         if reason is not None:
             return reason
         name = op_name(node.target)
@@ -143,9 +141,7 @@ class TensorRTPartitioner(Partitioner):
         name = op_name(node.target)
         if name not in SUPPORTED_OPS or user_spellings(name) & self.torch_executed_ops:
             return False
-        return all(
-            dtype_refusal(t.dtype) is None for t in device_rules.tensors(node.meta.get("val"))
-        )
+        return all(dtype_refusal(t.dtype) is None for t in device_rules.tensors(node.meta.get("val")))
 
     # -- analysis, shared by partition() and explain() ----------------------------------------
 
@@ -203,9 +199,7 @@ class TensorRTPartitioner(Partitioner):
             size = sum(op_name(n.target) not in NON_COMPUTE_OPS for n in nodes)
             if size < self.min_block_size:
                 for n in nodes:
-                    refused[n.name] = Reason(
-                        ReasonCode.MIN_BLOCK_SIZE, f"partition of {size} < {self.min_block_size}"
-                    )
+                    refused[n.name] = Reason(ReasonCode.MIN_BLOCK_SIZE, f"partition of {size} < {self.min_block_size}")
                 continue
             if len(nodes) < len(calls) and all(op_name(n.target) in VIEW_OPS | NON_COMPUTE_OPS for n in nodes):
                 # Unless it is the whole graph: an engine that only reshapes costs two copies, buys nothing.
@@ -243,8 +237,7 @@ class TensorRTPartitioner(Partitioner):
         if self.require_full_compilation and report.host_nodes:
             listing = "\n".join(f"  {n}: {r}" for n, r in report.host_nodes.items())
             raise PartitionError(
-                f"require_full_compilation=True but {len(report.host_nodes)} node(s) stay on "
-                f"the host:\n{listing}"
+                f"require_full_compilation=True but {len(report.host_nodes)} node(s) stay on the host:\n{listing}"
             )
         # ExecuTorch's to_edge hands the caller's ``constants`` dict on by reference, and lowering deletes
         # from it every constant a delegate takes (tag_constant_data below): without a copy the caller's
@@ -262,7 +255,7 @@ class TensorRTPartitioner(Partitioner):
     def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:
         """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build
         progress."""
-        ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX):]))
+        ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX) :]))
         shared = dict(self._dynamic_dims_spec(exported_program))
         return {
             tag: DelegationSpec(
@@ -299,7 +292,8 @@ def explain(exported_program, **partitioner_options) -> PartitionReport:
     """Report what ``et_tensorrt.lower(exported_program, **partitioner_options)`` will delegate, node by node.
 
     An edge program (``to_edge``'s output) is analyzed as it is. Any other program first goes through
-    what lowering does before partitioning: ``constant_masks.fold_constant_masks``, then ``to_edge_transform_and_lower`` with this partitioner, so
+    what lowering does before partitioning: ``constant_masks.fold_constant_masks``, then
+    ``to_edge_transform_and_lower`` with this partitioner, so
     ExecuTorch's default decompositions (minus the ops the partitioner keeps whole, see
     ``ops_to_not_decompose``) and the edge passes, and the report names the edge nodes ``lower`` sees.
     The caller's program is not modified. Nothing is tagged or built, ``require_full_compilation`` does not
@@ -314,6 +308,8 @@ def explain(exported_program, **partitioner_options) -> PartitionReport:
     from .constant_masks import fold_constant_masks
 
     to_edge_transform_and_lower(
-        fold_constant_masks(exported_program), partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
+        fold_constant_masks(exported_program),
+        partitioner=[partitioner],
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     return partitioner.report

@@ -106,4 +106,3 @@ def _why(decision: NodeDecision) -> str:
     """The reason, without a detail that only repeats the op (the op has its own column)."""
     reason = decision.reason
     return reason.code if reason.detail == decision.op else str(reason)
-

@@ -52,9 +52,14 @@ def symbolic_crossings(calls: list[Node], tags: dict[str, str]) -> dict[str, Rea
                 "the size is passed in, not the tensor",
             )
         for source in device_rules.input_nodes(node):
-            if (source.op == "call_function" and _is_symbolic(source) and not is_size(source)
-                    and tags.get(source.name) != tag):
+            if (
+                source.op == "call_function"
+                and _is_symbolic(source)
+                and not is_size(source)
+                and tags.get(source.name) != tag
+            ):
                 crossings[node.name] = Reason(
-                    ReasonCode.SYMBOLIC_BOUNDARY, f"reads {source.name}, a non-integer scalar computed outside the partition"
+                    ReasonCode.SYMBOLIC_BOUNDARY,
+                    f"reads {source.name}, a non-integer scalar computed outside the partition",
                 )
     return crossings

@@ -18,105 +18,247 @@ import torch
 from .report import ReasonCode
 
 _ELEMENTWISE = (
-    "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
-    "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
-    "aten.div.Tensor_mode", "aten.rsub.Scalar", "aten.neg.default", "aten.abs.default",
-    "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.sqrt.default", "aten.rsqrt.default",
-    "aten.exp.default", "aten.log.default", "aten.reciprocal.default", "aten.sin.default",
-    "aten.cos.default", "aten.tanh.default", "aten.sigmoid.default", "aten.relu.default",
-    "aten.gelu.default", "aten.silu.default", "aten.hardtanh.default", "aten.leaky_relu.default",
-    "aten.clamp.default", "aten.clamp.Tensor", "aten.maximum.default", "aten.minimum.default",
-    "aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar",
-    "aten.floor.default", "aten.ceil.default", "aten.erf.default",
-    "aten.eq.Tensor", "aten.eq.Scalar", "aten.ne.Tensor", "aten.ne.Scalar", "aten.lt.Tensor",
-    "aten.lt.Scalar", "aten.le.Tensor", "aten.le.Scalar", "aten.gt.Tensor", "aten.gt.Scalar",
-    "aten.ge.Tensor", "aten.ge.Scalar", "aten.logical_and.default", "aten.logical_or.default",
-    "aten.logical_not.default", "aten.logical_xor.default", "aten.log1p.default",
+    "aten.add.Tensor",
+    "aten.add.Scalar",
+    "aten.sub.Tensor",
+    "aten.sub.Scalar",
+    "aten.mul.Tensor",
+    "aten.mul.Scalar",
+    "aten.div.Tensor",
+    "aten.div.Scalar",
+    "aten.div.Tensor_mode",
+    "aten.rsub.Scalar",
+    "aten.neg.default",
+    "aten.abs.default",
+    "aten.pow.Tensor_Scalar",
+    "aten.pow.Tensor_Tensor",
+    "aten.sqrt.default",
+    "aten.rsqrt.default",
+    "aten.exp.default",
+    "aten.log.default",
+    "aten.reciprocal.default",
+    "aten.sin.default",
+    "aten.cos.default",
+    "aten.tanh.default",
+    "aten.sigmoid.default",
+    "aten.relu.default",
+    "aten.gelu.default",
+    "aten.silu.default",
+    "aten.hardtanh.default",
+    "aten.leaky_relu.default",
+    "aten.clamp.default",
+    "aten.clamp.Tensor",
+    "aten.maximum.default",
+    "aten.minimum.default",
+    "aten.where.self",
+    "aten.where.ScalarSelf",
+    "aten.where.ScalarOther",
+    "aten.where.Scalar",
+    "aten.floor.default",
+    "aten.ceil.default",
+    "aten.erf.default",
+    "aten.eq.Tensor",
+    "aten.eq.Scalar",
+    "aten.ne.Tensor",
+    "aten.ne.Scalar",
+    "aten.lt.Tensor",
+    "aten.lt.Scalar",
+    "aten.le.Tensor",
+    "aten.le.Scalar",
+    "aten.gt.Tensor",
+    "aten.gt.Scalar",
+    "aten.ge.Tensor",
+    "aten.ge.Scalar",
+    "aten.logical_and.default",
+    "aten.logical_or.default",
+    "aten.logical_not.default",
+    "aten.logical_xor.default",
+    "aten.log1p.default",
 )
 # Bitwise ops: ONNX And/Or/Xor/Not on bool tensors (TensorRT has no integer bitwise ops: argument_limits).
 BITWISE = (
-    "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.bitwise_not.default",
+    "aten.bitwise_and.Tensor",
+    "aten.bitwise_or.Tensor",
+    "aten.bitwise_xor.Tensor",
+    "aten.bitwise_not.default",
 )
 _REDUCTIONS = (
-    "aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default",
-    "aten.amax.default", "aten.amin.default", "aten.argmax.default", "aten.argmin.default",
-    "aten._softmax.default", "aten._log_softmax.default", "aten.softmax.int",
-    "aten.log_softmax.int", "aten.any.default", "aten.any.dim", "aten.any.dims", "aten.all.default",
-    "aten.all.dim", "aten.all.dims", "aten.cumsum.default", "aten.topk.default",
+    "aten.sum.dim_IntList",
+    "aten.sum.default",
+    "aten.mean.dim",
+    "aten.mean.default",
+    "aten.amax.default",
+    "aten.amin.default",
+    "aten.argmax.default",
+    "aten.argmin.default",
+    "aten._softmax.default",
+    "aten._log_softmax.default",
+    "aten.softmax.int",
+    "aten.log_softmax.int",
+    "aten.any.default",
+    "aten.any.dim",
+    "aten.any.dims",
+    "aten.all.default",
+    "aten.all.dim",
+    "aten.all.dims",
+    "aten.cumsum.default",
+    "aten.topk.default",
 )
 _LINEAR_ALGEBRA_AND_NN = (
-    "aten.mm.default", "aten.bmm.default", "aten.matmul.default", "aten.addmm.default",
-    "aten.linear.default", "aten.convolution.default", "aten.conv2d.default",
-    "aten.max_pool2d.default", "aten.max_pool2d_with_indices.default", "aten.avg_pool2d.default",
-    "aten.avg_pool3d.default", "aten.max_pool3d.default", "aten.max_pool3d_with_indices.default",
-    "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
-    "aten.adaptive_max_pool2d.default", "aten.adaptive_avg_pool3d.default",
-    "aten._adaptive_avg_pool3d.default", "aten.adaptive_max_pool3d.default",
-    "aten.native_layer_norm.default", "aten.layer_norm.default",
-    "aten._native_batch_norm_legit_no_training.default", "aten.embedding.default",
+    "aten.mm.default",
+    "aten.bmm.default",
+    "aten.matmul.default",
+    "aten.addmm.default",
+    "aten.linear.default",
+    "aten.convolution.default",
+    "aten.conv2d.default",
+    "aten.max_pool2d.default",
+    "aten.max_pool2d_with_indices.default",
+    "aten.avg_pool2d.default",
+    "aten.avg_pool3d.default",
+    "aten.max_pool3d.default",
+    "aten.max_pool3d_with_indices.default",
+    "aten.adaptive_avg_pool2d.default",
+    "aten._adaptive_avg_pool2d.default",
+    "aten.adaptive_max_pool2d.default",
+    "aten.adaptive_avg_pool3d.default",
+    "aten._adaptive_avg_pool3d.default",
+    "aten.adaptive_max_pool3d.default",
+    "aten.native_layer_norm.default",
+    "aten.layer_norm.default",
+    "aten._native_batch_norm_legit_no_training.default",
+    "aten.embedding.default",
     # ONNX Resize: sizes or scales, align_corners or half-pixel coordinates
-    "aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default", "aten.upsample_nearest2d.vec",
+    "aten.upsample_bilinear2d.vec",
+    "aten.upsample_bilinear2d.default",
+    "aten.upsample_nearest2d.vec",
     "aten.upsample_nearest2d.default",
     # Only where it survives ExecuTorch's decompositions (to_edge's preserve_ops); else its parts are delegated.
     "aten.scaled_dot_product_attention.default",
 )
 # Shape and data movement; the "_copy" forms are what to_edge produces.
 _SHAPE = (
-    "aten.view.default", "aten.view_copy.default", "aten.reshape.default",
-    "aten._unsafe_view.default", "aten.permute.default", "aten.permute_copy.default",
-    "aten.transpose.int", "aten.t.default", "aten.expand.default", "aten.expand_copy.default",
-    "aten.squeeze.dims", "aten.squeeze_copy.dims", "aten.squeeze.dim", "aten.squeeze_copy.dim",
+    "aten.view.default",
+    "aten.view_copy.default",
+    "aten.reshape.default",
+    "aten._unsafe_view.default",
+    "aten.permute.default",
+    "aten.permute_copy.default",
+    "aten.transpose.int",
+    "aten.t.default",
+    "aten.expand.default",
+    "aten.expand_copy.default",
+    "aten.squeeze.dims",
+    "aten.squeeze_copy.dims",
+    "aten.squeeze.dim",
+    "aten.squeeze_copy.dim",
     "aten.unsqueeze.default",
-    "aten.unsqueeze_copy.default", "aten.slice.Tensor", "aten.slice_copy.Tensor",
-    "aten.select.int", "aten.select_copy.int", "aten.cat.default", "aten.split_with_sizes.default",
-    "aten.split_with_sizes_copy.default", "aten.index_select.default", "aten.gather.default",
-    "aten.index.Tensor", "aten.index_put.default",
-    "aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.alias_copy.default",
+    "aten.unsqueeze_copy.default",
+    "aten.slice.Tensor",
+    "aten.slice_copy.Tensor",
+    "aten.select.int",
+    "aten.select_copy.int",
+    "aten.cat.default",
+    "aten.split_with_sizes.default",
+    "aten.split_with_sizes_copy.default",
+    "aten.index_select.default",
+    "aten.gather.default",
+    "aten.index.Tensor",
+    "aten.index_put.default",
+    "aten.clone.default",
+    "aten.contiguous.default",
+    "aten.alias.default",
+    "aten.alias_copy.default",
     "aten.flatten.using_ints",
 )
 # Casts. Device-changing ones are refused by the placement rule, not by this table.
 _CASTS = (
-    "aten._to_copy.default", "aten.to.dtype", "aten.to.device", "aten.to.dtype_layout",
-    "aten.to.other", "dim_order_ops._to_dim_order_copy.default",
+    "aten._to_copy.default",
+    "aten.to.dtype",
+    "aten.to.device",
+    "aten.to.dtype_layout",
+    "aten.to.other",
+    "dim_order_ops._to_dim_order_copy.default",
     "dim_order_ops._clone_dim_order.default",
 )
 _FACTORIES = (
-    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
-    "aten.full_like.default", "aten.zeros.default", "aten.zeros_like.default", "aten.ones.default",
-    "aten.ones_like.default", "aten.scalar_tensor.default",
+    "aten.arange.default",
+    "aten.arange.start",
+    "aten.arange.start_step",
+    "aten.full.default",
+    "aten.full_like.default",
+    "aten.zeros.default",
+    "aten.zeros_like.default",
+    "aten.ones.default",
+    "aten.ones_like.default",
+    "aten.scalar_tensor.default",
 )
 # Graph plumbing that computes nothing: delegable, but not counted toward min_block_size, so a
 # partition of plumbing alone (e.g. a lone shape query) is always dropped.
-NON_COMPUTE_OPS = frozenset({
-    "operator.getitem",
-    "aten._assert_tensor_metadata.default",
-    "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
-    # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
-    "_operator.mul", "_operator.add", "_operator.sub", "_operator.floordiv",
-    "_operator.mod", "_operator.neg", "torch.sym_max", "torch.sym_min",  # window padding (swin), ceil division
-})
+NON_COMPUTE_OPS = frozenset(
+    {
+        "operator.getitem",
+        "aten._assert_tensor_metadata.default",
+        "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
+        # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
+        "_operator.mul",
+        "_operator.add",
+        "_operator.sub",
+        "_operator.floordiv",
+        "_operator.mod",
+        "_operator.neg",
+        "torch.sym_max",
+        "torch.sym_min",  # window padding (swin), ceil division
+    }
+)
 
 # Ops that only re-describe memory (shape, order, aliasing). A partition of nothing else moves data into
 # an engine and back without computing anything, so it is not worth an engine of its own.
-VIEW_OPS = frozenset({
-    "aten.view.default", "aten.view_copy.default", "aten.reshape.default", "aten._unsafe_view.default",
-    "aten.permute.default", "aten.permute_copy.default", "aten.transpose.int", "aten.t.default",
-    "aten.expand.default", "aten.expand_copy.default", "aten.squeeze.dims", "aten.squeeze_copy.dims",
-    "aten.squeeze.dim", "aten.squeeze_copy.dim", "aten.unsqueeze.default", "aten.unsqueeze_copy.default",
-    "aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.alias_copy.default",
-})
+VIEW_OPS = frozenset(
+    {
+        "aten.view.default",
+        "aten.view_copy.default",
+        "aten.reshape.default",
+        "aten._unsafe_view.default",
+        "aten.permute.default",
+        "aten.permute_copy.default",
+        "aten.transpose.int",
+        "aten.t.default",
+        "aten.expand.default",
+        "aten.expand_copy.default",
+        "aten.squeeze.dims",
+        "aten.squeeze_copy.dims",
+        "aten.squeeze.dim",
+        "aten.squeeze_copy.dim",
+        "aten.unsqueeze.default",
+        "aten.unsqueeze_copy.default",
+        "aten.clone.default",
+        "aten.contiguous.default",
+        "aten.alias.default",
+        "aten.alias_copy.default",
+    }
+)
 
-SUPPORTED_OPS = frozenset(
-    _ELEMENTWISE + BITWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES
-) | NON_COMPUTE_OPS
+SUPPORTED_OPS = (
+    frozenset(_ELEMENTWISE + BITWISE + _REDUCTIONS + _LINEAR_ALGEBRA_AND_NN + _SHAPE + _CASTS + _FACTORIES)
+    | NON_COMPUTE_OPS
+)
 
 CAST_OPS = frozenset(_CASTS) - {"dim_order_ops._clone_dim_order.default"}
 
 # float64 is absent on purpose: TensorRT narrows it to float32 without telling anyone.
-SUPPORTED_DTYPES = frozenset({
-    torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8,
-    torch.uint8, torch.bool,
-})
+SUPPORTED_DTYPES = frozenset(
+    {
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int32,
+        torch.int64,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+    }
+)
 
 
 def aten_op(target):

@@ -21,8 +21,8 @@ import logging
 import math
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import torch
 
@@ -73,10 +73,10 @@ class PyTorchExecutor:
         self._forward = program.graph_module.forward
         self._lifted = tuple(t for t in lifted if t is not None)
         self._user_outputs = graph_program.user_output_positions(program)
-        if any(t is not None for t in lifted[len(self._lifted):]):  # torch.export lifts weights first
+        if any(t is not None for t in lifted[len(self._lifted) :]):  # torch.export lifts weights first
             raise RuntimeError("the partition's program takes user inputs before its weights")
 
-    def run(self, inputs: Sequence, outputs: Sequence[Optional[torch.Tensor]]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence, outputs: Sequence[torch.Tensor | None]) -> list[torch.Tensor]:
         """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
         result = self._forward(*self._lifted, *inputs)
         return [result[i] for i in self._user_outputs]
@@ -146,7 +146,8 @@ class TensorRTExecutor:
         self._shape_inputs = {e.name for _, e in self._bound if e.is_size and engine.is_shape_inference_io(e.name)}
         self._size_memory = {
             e.name: torch.zeros((), dtype=torch.int64, device="cpu" if e.name in self._shape_inputs else device)
-            for _, e in self._bound if e.is_size
+            for _, e in self._bound
+            if e.is_size
         }
         self._profiles = self._profile_ranges() if engine.num_optimization_profiles > 1 else []
         self._profile = 0
@@ -304,9 +305,13 @@ class _Recorded:
 
     def run(self, inputs, outputs):
         results = self._executor.run(inputs, outputs)
-        call = DelegateCall(self._partition, self._executor.kind, self._executor.reason,
-                            [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
-                            [t.detach().to("cpu", copy=True) for t in results])
+        call = DelegateCall(
+            self._partition,
+            self._executor.kind,
+            self._executor.reason,
+            [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
+            [t.detach().to("cpu", copy=True) for t in results],
+        )
         for calls in self._lists:
             calls.append(call)
         return results

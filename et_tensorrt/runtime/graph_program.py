@@ -54,13 +54,17 @@ def lifted_tensors(program: torch.export.ExportedProgram, device: torch.device) 
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             value = program.constants[spec.target]
         else:
-            raise RuntimeError(f"the partition's program takes a {spec.kind.name} input ({spec.arg.name}), "
-                               "which the PyTorch executor cannot provide")
+            raise RuntimeError(
+                f"the partition's program takes a {spec.kind.name} input ({spec.arg.name}), "
+                "which the PyTorch executor cannot provide"
+            )
         out.append(value.detach().to(device))
     for spec in program.graph_signature.output_specs:
         if spec.kind != OutputKind.USER_OUTPUT:  # e.g. a buffer mutation: a delegate keeps no state between calls
-            raise RuntimeError(f"the partition's program has a {spec.kind.name} output ({spec.arg.name}), "
-                               "which a delegate cannot carry out")
+            raise RuntimeError(
+                f"the partition's program has a {spec.kind.name} output ({spec.arg.name}), "
+                "which a delegate cannot carry out"
+            )
     return out
 
 

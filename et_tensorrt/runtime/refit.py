@@ -22,8 +22,16 @@ class RefitError(RuntimeError):
 
 
 def _trt_dtype(trt, dtype: torch.dtype):
-    names = {torch.float32: "FLOAT", torch.float16: "HALF", torch.bfloat16: "BF16", torch.int32: "INT32",
-             torch.int64: "INT64", torch.int8: "INT8", torch.uint8: "UINT8", torch.bool: "BOOL"}
+    names = {
+        torch.float32: "FLOAT",
+        torch.float16: "HALF",
+        torch.bfloat16: "BF16",
+        torch.int32: "INT32",
+        torch.int64: "INT64",
+        torch.int8: "INT8",
+        torch.uint8: "UINT8",
+        torch.bool: "BOOL",
+    }
     value = getattr(trt.DataType, names.get(dtype, ""), None)
     if value is None:
         raise RefitError(f"TensorRT has no data type for {dtype}")
@@ -48,18 +56,23 @@ def refit_engine(trt, engine, blob: Blob, logger=None, refitter=None) -> int:
     wanted = list(refitter.get_all_weights())
     missing = sorted(set(wanted) - set(entries))
     if missing:
-        raise RefitError(f"the engine asks for weight(s) the blob's REFIT_MAP does not describe: {missing[:5]}"
-                         f"{' ...' if len(missing) > 5 else ''} (re-lower the model with this et_tensorrt version)")
+        raise RefitError(
+            f"the engine asks for weight(s) the blob's REFIT_MAP does not describe: {missing[:5]}"
+            f"{' ...' if len(missing) > 5 else ''} (re-lower the model with this et_tensorrt version)"
+        )
     keep = []  # host tensors TensorRT reads during refit_cuda_engine: alive until it returns
     for name in wanted:
         tensor = rebuild(entries[name], weights, blob.refit_map)
         prototype = refitter.get_weights_prototype(name) if hasattr(refitter, "get_weights_prototype") else None
         if prototype is not None and int(getattr(prototype, "size", tensor.numel())) != tensor.numel():
-            raise RefitError(f"weight {name!r}: the engine expects {prototype.size} elements, the REFIT_MAP "
-                             f"rebuilds {tensor.numel()}")
+            raise RefitError(
+                f"weight {name!r}: the engine expects {prototype.size} elements, the REFIT_MAP "
+                f"rebuilds {tensor.numel()}"
+            )
         keep.append(tensor)
-        if not refitter.set_named_weights(name, trt.Weights(_trt_dtype(trt, tensor.dtype), tensor.data_ptr(),
-                                                            tensor.numel())):
+        if not refitter.set_named_weights(
+            name, trt.Weights(_trt_dtype(trt, tensor.dtype), tensor.data_ptr(), tensor.numel())
+        ):
             raise RefitError(f"TensorRT refused weight {name!r} ({tensor.dtype}, {tuple(tensor.shape)})")
     still = list(refitter.get_missing_weights())
     if still:

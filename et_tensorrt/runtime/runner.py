@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -64,16 +64,18 @@ def load_kernels() -> None:
                 ctypes.CDLL(path)
                 _kernels_loaded = True
                 return
-        raise RunnerError(f"ExecuTorch's kernel library {KERNELS_LIBRARY} is not in {dirs}; install "
-                          "executorch>=1.5.1,<1.6 (its wheel ships it in executorch/lib)")
+        raise RunnerError(
+            f"ExecuTorch's kernel library {KERNELS_LIBRARY} is not in {dirs}; install "
+            "executorch>=1.5.1,<1.6 (its wheel ships it in executorch/lib)"
+        )
 
 
 def record_plans() -> _C.PlanRecording:
     """The delegate plans of calls made through ExecuTorch's own runtime (which has no Runner)::
 
-        with et_tensorrt.record_plans() as rec:
-            method.execute([x])
-        rec.plans  # every delegate call's PlacementPlan on this thread inside the block, in order
+    with et_tensorrt.record_plans() as rec:
+        method.execute([x])
+    rec.plans  # every delegate call's PlacementPlan on this thread inside the block, in order
     """
     return _C.PlanRecording()
 
@@ -90,7 +92,7 @@ class Runner:
             self._native = _C.ProgramRunner.from_file(path, verify)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
-        self.last_plan: Optional[_C.MethodPlan] = None
+        self.last_plan: _C.MethodPlan | None = None
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
         self._lock = threading.Lock()
@@ -104,7 +106,7 @@ class Runner:
         self,
         inputs: Sequence[torch.Tensor],
         method: str = "forward",
-        outputs: Optional[Sequence[torch.Tensor]] = None,
+        outputs: Sequence[torch.Tensor] | None = None,
     ) -> list[torch.Tensor]:
         native = self._require()
         if isinstance(inputs, torch.Tensor):

@@ -117,7 +117,9 @@ class Tester(TesterBase):
             StageType.TO_EXECUTORCH: self._to_executorch_stage,
         }
         super().__init__(
-            module=module, stage_classes=stage_classes, example_inputs=tuple(example_inputs),
+            module=module,
+            stage_classes=stage_classes,
+            example_inputs=tuple(example_inputs),
             dynamic_shapes=dynamic_shapes,
         )
         self.lower_seconds = 0.0
@@ -131,8 +133,9 @@ class Tester(TesterBase):
     def set_options(self, **options: Any) -> Tester:
         """Add lowering options (checked now: an unknown name is a TypeError, a bad value an OptionError)."""
         merged = {**self.options, **options}
-        lowering.make_partitioner({k: v for k, v in merged.items() if k not in (*_ZERO_COPY, "build_options")},
-                                  merged.get("build_options"))
+        lowering.make_partitioner(
+            {k: v for k, v in merged.items() if k not in (*_ZERO_COPY, "build_options")}, merged.get("build_options")
+        )
         self.options = merged
         return self
 
@@ -313,8 +316,11 @@ class Tester(TesterBase):
         eager the module: last-bit differences); ``exact``: bitwise equal — only where observed to hold.
         """
         expected = self.expected()
-        ran = [(name, got) for name, got in (("Runner", self.runner_outputs),
-                                             ("executorch.runtime", self.executorch_outputs)) if got]
+        ran = [
+            (name, got)
+            for name, got in (("Runner", self.runner_outputs), ("executorch.runtime", self.executorch_outputs))
+            if got
+        ]
         assert ran, "run_runner(), run_executorch() or run_both() first"
         for name, got in ran:
             result = compare(expected, got, EXACT if exact else tolerances)

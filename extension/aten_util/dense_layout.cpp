@@ -13,9 +13,7 @@ namespace {
 constexpr size_t kMaxDims = 16;  // ExecuTorch's kTensorDimensionLimit
 const char* const kFix = "; call .contiguous() (or .clone(memory_format=...)) before passing it";
 
-[[noreturn]] void refuse(const std::string& what) {
-  throw LayoutError("layout is not dense: " + what + kFix);
-}
+[[noreturn]] void refuse(const std::string& what) { throw LayoutError("layout is not dense: " + what + kFix); }
 
 int32_t narrow(int64_t value, const char* what, size_t dim) {
   if (value > std::numeric_limits<int32_t>::max()) {
@@ -25,7 +23,7 @@ int32_t narrow(int64_t value, const char* what, size_t dim) {
   return static_cast<int32_t>(value);
 }
 
-} // namespace
+}  // namespace
 
 DenseLayout dense_layout(const int64_t* sizes, const int64_t* strides, size_t dims) {
   if (dims > kMaxDims) {
@@ -95,4 +93,4 @@ DenseLayout dense_layout(const int64_t* sizes, const int64_t* strides, size_t di
   return layout;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -22,4 +22,4 @@ struct DenseLayout {
 // Views, not vectors: callers pass torch's or ExecuTorch's arrays without copying them.
 DenseLayout dense_layout(const int64_t* sizes, const int64_t* strides, size_t dims);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

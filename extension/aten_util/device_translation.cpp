@@ -16,7 +16,7 @@ c10::DeviceIndex current_cuda_index() {
   return 0;
 }
 
-} // namespace
+}  // namespace
 
 EtDevice torch_to_executorch_device(c10::Device device) {
   switch (device.type()) {
@@ -39,8 +39,8 @@ c10::Device executorch_to_torch_device(EtDevice device) {
     case EtDeviceType::CUDA:
       return c10::Device(c10::DeviceType::CUDA, device.index());
   }
-  throw UnsupportedDeviceError(
-      "ExecuTorch device type " + std::to_string(static_cast<int>(device.type())) + " has no torch equivalent");
+  throw UnsupportedDeviceError("ExecuTorch device type " + std::to_string(static_cast<int>(device.type())) +
+                               " has no torch equivalent");
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -18,4 +18,4 @@ EtDevice torch_to_executorch_device(c10::Device device);
 // The inverse, for reporting ExecuTorch descriptors back to Python.
 c10::Device executorch_to_torch_device(EtDevice device);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

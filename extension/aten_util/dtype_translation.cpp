@@ -40,13 +40,13 @@ namespace {
   _(UInt32)                          \
   _(UInt64)
 
-#define ET_TENSORRT_CHECK_CODE(name)                                                      \
+#define ET_TENSORRT_CHECK_CODE(name)                                                             \
   static_assert(static_cast<int>(c10::ScalarType::name) == static_cast<int>(EtScalarType::name), \
                 "c10 and ExecuTorch disagree on the code of " #name);
 ET_TENSORRT_SHARED_DTYPES(ET_TENSORRT_CHECK_CODE)
 #undef ET_TENSORRT_CHECK_CODE
 
-} // namespace
+}  // namespace
 
 EtScalarType torch_to_executorch_dtype(c10::ScalarType dtype) {
   switch (dtype) {
@@ -56,9 +56,8 @@ EtScalarType torch_to_executorch_dtype(c10::ScalarType dtype) {
     ET_TENSORRT_SHARED_DTYPES(ET_TENSORRT_CASE)
 #undef ET_TENSORRT_CASE
     default:
-      throw UnsupportedDtypeError(
-          std::string("dtype ") + c10::toString(dtype) +
-          " has no ExecuTorch ScalarType; convert the tensor (e.g. .to(torch.float32)) first");
+      throw UnsupportedDtypeError(std::string("dtype ") + c10::toString(dtype) +
+                                  " has no ExecuTorch ScalarType; convert the tensor (e.g. .to(torch.float32)) first");
   }
 }
 
@@ -75,4 +74,4 @@ c10::ScalarType executorch_to_torch_dtype(EtScalarType dtype) {
   }
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -12,4 +12,4 @@ using EtScalarType = executorch::runtime::etensor::ScalarType;
 EtScalarType torch_to_executorch_dtype(c10::ScalarType dtype);
 c10::ScalarType executorch_to_torch_dtype(EtScalarType dtype);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

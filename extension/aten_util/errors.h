@@ -22,4 +22,4 @@ struct UnsupportedDtypeError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -15,8 +15,7 @@ void check_representable(const at::Tensor& tensor) {
     throw std::invalid_argument("tensor is undefined");
   }
   if (tensor.layout() != c10::kStrided) {
-    throw LayoutError("layout " + c10::str(tensor.layout()) +
-                      " is not strided; call .to_dense() before passing it");
+    throw LayoutError("layout " + c10::str(tensor.layout()) + " is not strided; call .to_dense() before passing it");
   }
   if (tensor.is_conj() || tensor.is_neg()) {
     // The bits say "negate/conjugate on read"; the memory holds the un-negated values.
@@ -24,7 +23,7 @@ void check_representable(const at::Tensor& tensor) {
   }
 }
 
-} // namespace
+}  // namespace
 
 TensorPtr make_descriptor(const at::Tensor& tensor) {
   check_representable(tensor);
@@ -34,12 +33,7 @@ TensorPtr make_descriptor(const at::Tensor& tensor) {
   DenseLayout layout = dense_layout(tensor.sizes().data(), tensor.strides().data(), tensor.dim());
 
   return executorch::extension::make_tensor_ptr(
-      std::move(layout.sizes),
-      tensor.data_ptr(),
-      std::move(layout.dim_order),
-      std::move(layout.strides),
-      dtype,
-      device,
+      std::move(layout.sizes), tensor.data_ptr(), std::move(layout.dim_order), std::move(layout.strides), dtype, device,
       executorch::aten::TensorShapeDynamism::STATIC,
       // Ownership: the descriptor holds a reference to the at::Tensor until it is destroyed.
       [keep_alive = tensor](void*) {});
@@ -60,4 +54,4 @@ TensorPtr describe_input(const at::Tensor& tensor, size_t index, const std::stri
   }
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

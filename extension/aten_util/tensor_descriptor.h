@@ -21,4 +21,4 @@ TensorPtr make_descriptor(const at::Tensor& tensor);
 // e.g. "input 2 of method 'forward' is on device meta, which the ExecuTorch runtime does not model".
 TensorPtr describe_input(const at::Tensor& tensor, size_t index, const std::string& method);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

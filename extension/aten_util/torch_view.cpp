@@ -16,4 +16,4 @@ at::Tensor torch_view(const executorch::aten::Tensor& t) {
   return at::from_blob(t.mutable_data_ptr(), sizes, strides, options);
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -9,4 +9,4 @@ namespace et_tensorrt {
 
 at::Tensor torch_view(const executorch::aten::Tensor& t);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

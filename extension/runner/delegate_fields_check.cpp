@@ -77,7 +77,7 @@ class Flatbuffer {
   size_t size_;
 };
 
-} // namespace
+}  // namespace
 
 size_t program_flatbuffer_size(const uint8_t* data, size_t size) {
   uint64_t program_size = 0;
@@ -129,4 +129,4 @@ std::string missing_delegate_fields(const uint8_t* data, size_t size) {
   return "";
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

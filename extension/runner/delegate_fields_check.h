@@ -19,4 +19,4 @@ std::string missing_delegate_fields(const uint8_t* data, size_t size);
 // The flatbuffer part of a .pte: its length from the extended header ("eh00" at offset 8), or `size`.
 size_t program_flatbuffer_size(const uint8_t* data, size_t size);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

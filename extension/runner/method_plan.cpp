@@ -7,8 +7,8 @@ namespace {
 
 // The delegate entry (input or output) that saw exactly this memory, if any: how a method input reaches the
 // delegate that reads it, or a method output the delegate that wrote it. The first delegate in call order wins.
-const TensorPlacement* find_by_address(const std::vector<std::shared_ptr<const PlacementPlan>>& delegates,
-                                       IoRole role, const void* data) {
+const TensorPlacement* find_by_address(const std::vector<std::shared_ptr<const PlacementPlan>>& delegates, IoRole role,
+                                       const void* data) {
   if (data == nullptr) return nullptr;
   const auto address = reinterpret_cast<uintptr_t>(data);
   for (const auto& plan : delegates) {
@@ -68,7 +68,7 @@ TensorPlacement compose_output(size_t i, const MethodOutput& out,
   return entry;
 }
 
-} // namespace
+}  // namespace
 
 MethodPlan compose_method_plan(std::string method, const std::vector<MethodInput>& inputs,
                                const std::vector<MethodOutput>& outputs,
@@ -123,4 +123,4 @@ std::string MethodPlan::repr() const {
   return out.str();
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

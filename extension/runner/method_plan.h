@@ -14,8 +14,8 @@ namespace et_tensorrt {
 
 // One method input as the runner handed it over.
 struct MethodInput {
-  ArgumentInfo caller;              // the caller's tensor
-  bool copied_into_planned = false;  // ExecuTorch copied it into memory it planned (zero_copy_inputs=False)
+  ArgumentInfo caller;                // the caller's tensor
+  bool copied_into_planned = false;   // ExecuTorch copied it into memory it planned (zero_copy_inputs=False)
   const void* method_data = nullptr;  // where the method's own input tensor points after set_input
 };
 
@@ -28,8 +28,8 @@ struct MethodOutput {
 
 struct MethodPlan {
   std::string method;
-  std::vector<TensorPlacement> inputs;   // one per method input
-  std::vector<TensorPlacement> outputs;  // one per method output
+  std::vector<TensorPlacement> inputs;                          // one per method input
+  std::vector<TensorPlacement> outputs;                         // one per method output
   std::vector<std::shared_ptr<const PlacementPlan>> delegates;  // every delegate call, in order
   size_t boundary_bytes = 0;  // what ExecuTorch and the runner copied at the method's inputs and outputs
 
@@ -45,4 +45,4 @@ MethodPlan compose_method_plan(std::string method, const std::vector<MethodInput
                                const std::vector<MethodOutput>& outputs,
                                std::vector<std::shared_ptr<const PlacementPlan>> delegates);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

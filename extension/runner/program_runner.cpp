@@ -48,19 +48,20 @@ std::string tuple_str(executorch::aten::ArrayRef<T> values) {
 
 // ExecuTorch's Method::set_input checks dtype and sizes only loosely and never the dim order: a
 // transposed input would be read as row-major. Check all three against the program, by name.
-void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info,
-                           size_t index, const std::string& method) {
+void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info, size_t index,
+                           const std::string& method) {
   const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
   if (t.scalar_type() != info.scalar_type()) {
     throw UnsupportedDtypeError(where + " has dtype " + c10::toString(executorch_to_torch_dtype(t.scalar_type())) +
-                                " but the program takes " + c10::toString(executorch_to_torch_dtype(info.scalar_type())));
+                                " but the program takes " +
+                                c10::toString(executorch_to_torch_dtype(info.scalar_type())));
   }
   const auto sizes = info.sizes();
   bool fits = static_cast<size_t>(t.dim()) == sizes.size();
   for (size_t d = 0; fits && d < sizes.size(); ++d) fits = t.size(d) <= sizes[d];
   if (!fits) {
     throw InputShapeError(where + " has shape " + tuple_str(t.sizes()) + " but the program takes at most " +
-                                tuple_str(sizes));
+                          tuple_str(sizes));
   }
   const auto order = info.dim_order();
   bool same_order = order.size() == t.dim_order().size();
@@ -76,7 +77,8 @@ void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& inf
   const std::string where = "output " + std::to_string(index) + " of method '" + method + "'";
   if (t->scalar_type() != info.scalar_type()) {
     throw UnsupportedDtypeError(where + " is written in place, but the tensor given for it has dtype " +
-                                c10::toString(executorch_to_torch_dtype(t->scalar_type())) + " and the program writes " +
+                                c10::toString(executorch_to_torch_dtype(t->scalar_type())) +
+                                " and the program writes " +
                                 c10::toString(executorch_to_torch_dtype(info.scalar_type())));
   }
   if (static_cast<size_t>(t->numel()) * t->element_size() < info.nbytes() ||
@@ -145,7 +147,7 @@ const void* method_input_data(const executorch::runtime::Method& m, size_t index
   return v.isTensor() ? v.toTensor().const_data_ptr() : nullptr;
 }
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
@@ -186,6 +188,24 @@ std::vector<std::string> ProgramRunner::method_names() {
 void ProgramRunner::ensure_loaded(const std::string& method) {
   if (module_->is_method_loaded(method)) return;
   set_last_delegate_error("");
+  // ExecuTorch's verifier accepts a plan whose input or output indices point outside its values, and
+  // Method::set_input / get_output then abort the process on them (fuzz finding F9): refuse such a method.
+  if (auto meta = module_->method_meta(method); meta.ok()) {
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      if (!meta->input_tag(i).ok()) {
+        throw RunnerError("cannot load method '" + method + "': its input " + std::to_string(i) +
+                          " refers to a value the program does not have (the file is corrupt; ExecuTorch would "
+                          "crash on it)");
+      }
+    }
+    for (size_t i = 0; i < meta->num_outputs(); ++i) {
+      if (!meta->output_tag(i).ok()) {
+        throw RunnerError("cannot load method '" + method + "': its output " + std::to_string(i) +
+                          " refers to a value the program does not have (the file is corrupt; ExecuTorch would "
+                          "crash on it)");
+      }
+    }
+  }
   if (const Error err = module_->load_method(method); err != Error::Ok) {
     fail("cannot load method '" + method + "'", err);
   }
@@ -252,9 +272,10 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
       // Written in place: same dtype, dim order and room for the output's bound.
       check_output(make_descriptor((*outputs)[i]), *info, i, method);
     }
-    at::Tensor target = caller_given ? (*outputs)[i]
-                                     : at::empty(std::vector<int64_t>(info->sizes().begin(), info->sizes().end()),
-                                                 at::TensorOptions().dtype(executorch_to_torch_dtype(info->scalar_type())));
+    at::Tensor target = caller_given
+                            ? (*outputs)[i]
+                            : at::empty(std::vector<int64_t>(info->sizes().begin(), info->sizes().end()),
+                                        at::TensorOptions().dtype(executorch_to_torch_dtype(info->scalar_type())));
     out_descriptors.push_back(make_descriptor(target));
     // Succeeds only for outputs the program left unplanned; otherwise we copy after execution.
     in_place.push_back(!planned && module_->set_output(method, EValue(*out_descriptors.back()), i) == Error::Ok);
@@ -281,8 +302,8 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
       plan_outputs.push_back(o);
     }
   }
-  last_plan_ = std::make_shared<MethodPlan>(
-      compose_method_plan(method, plan_inputs, plan_outputs, std::move(delegate_plans)));
+  last_plan_ =
+      std::make_shared<MethodPlan>(compose_method_plan(method, plan_inputs, plan_outputs, std::move(delegate_plans)));
   if (status != Error::Ok) fail("method '" + method + "' failed", status);
 
   std::vector<at::Tensor> out;
@@ -314,4 +335,4 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
   return out;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

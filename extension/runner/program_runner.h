@@ -55,4 +55,4 @@ class ProgramRunner {
   std::shared_ptr<const MethodPlan> last_plan_;
 };
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

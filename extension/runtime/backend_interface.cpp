@@ -35,8 +35,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
   bool is_available() const override { return true; }
 
-  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
-                               ArrayRef<CompileSpec>) const override {
+  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed, ArrayRef<CompileSpec>) const override {
     try {
       // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
       return new et_tensorrt::DelegateHandle(std::move(*processed));
@@ -73,7 +72,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   }
 };
 
-} // namespace
+}  // namespace
 
 bool register_tensorrt_backend() {
   static TensorRTBackend backend;
@@ -84,4 +83,4 @@ bool register_tensorrt_backend() {
   return registered;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

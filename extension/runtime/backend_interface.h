@@ -9,4 +9,4 @@ inline constexpr const char* kBackendId = "EtTensorRTBackend";
 // Idempotent; returns false when another library registered the id first.
 bool register_tensorrt_backend();
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

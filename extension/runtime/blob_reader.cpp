@@ -143,7 +143,6 @@ IoEntry read_entry(Reader& r, uint32_t i) {
   return e;
 }
 
-
 // Element size of a dtype WEIGHTS may hold: plain numeric types torch can view raw bytes as
 // (quantized and bit-packed codes are refused; 0 means refused).
 size_t weight_element_size(EtScalarType dtype) {
@@ -222,9 +221,8 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     if (kind > static_cast<uint8_t>(WeightKind::Constant)) fail(what + " has unknown kind " + std::to_string(kind));
     w.kind = static_cast<WeightKind>(kind);
     const uint8_t dtype = r.read<uint8_t>();
-    const size_t element = dtype <= static_cast<uint8_t>(EtScalarType::UInt64)
-                               ? weight_element_size(static_cast<EtScalarType>(dtype))
-                               : 0;
+    const size_t element =
+        dtype <= static_cast<uint8_t>(EtScalarType::UInt64) ? weight_element_size(static_cast<EtScalarType>(dtype)) : 0;
     if (element == 0) fail(what + " has a dtype code (" + std::to_string(dtype) + ") weights cannot hold");
     w.dtype = static_cast<EtScalarType>(dtype);
     const uint8_t rank = r.read<uint8_t>();
@@ -245,8 +243,10 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     for (auto& s : w.strides) s = r.read<int64_t>();
     const uint64_t expected = addressed_bytes(w.sizes, w.strides, element, what + " ('" + w.name + "')");
     if (w.nbytes != expected) {
-      fail(what + " ('" + w.name + "') holds " + std::to_string(w.nbytes) + " bytes but its sizes, strides and dtype "
-           "address " + std::to_string(expected));
+      fail(what + " ('" + w.name + "') holds " + std::to_string(w.nbytes) +
+           " bytes but its sizes, strides and dtype "
+           "address " +
+           std::to_string(expected));
     }
     if (offset % kWeightAlignment != 0) fail(what + " ('" + w.name + "') data is not 64-byte aligned");
     entries.push_back(std::move(w));
@@ -276,7 +276,8 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   if (count > r.remaining() / 8) fail("REFIT_MAP declares " + std::to_string(count) + " entries, more than it holds");
   auto weight_index = [&](const std::string& what) {
     const uint32_t i = r.read<uint32_t>();
-    if (i >= weight_count) fail(what + " names WEIGHTS entry " + std::to_string(i) + " of " + std::to_string(weight_count));
+    if (i >= weight_count)
+      fail(what + " names WEIGHTS entry " + std::to_string(i) + " of " + std::to_string(weight_count));
     return i;
   };
   std::vector<RefitEntry> entries;
@@ -288,14 +289,16 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
     RefitEntry e;
     const uint16_t name_len = r.read<uint16_t>();
     const uint8_t dtype = r.read<uint8_t>();
-    if (dtype > static_cast<uint8_t>(EtScalarType::UInt64) || weight_element_size(static_cast<EtScalarType>(dtype)) == 0) {
+    if (dtype > static_cast<uint8_t>(EtScalarType::UInt64) ||
+        weight_element_size(static_cast<EtScalarType>(dtype)) == 0) {
       fail(what + " has a dtype code (" + std::to_string(dtype) + ") weights cannot hold");
     }
     e.dtype = static_cast<EtScalarType>(dtype);
     const uint8_t rank = r.read<uint8_t>();
     if (rank > kMaxRank) fail(what + " has rank " + std::to_string(rank) + " > 16");
     const uint16_t step_count = r.read<uint16_t>();
-    if (step_count == 0 || step_count > kMaxRefitSteps) fail(what + " has " + std::to_string(step_count) + " steps (1 to 64)");
+    if (step_count == 0 || step_count > kMaxRefitSteps)
+      fail(what + " has " + std::to_string(step_count) + " steps (1 to 64)");
     if (r.read<uint16_t>() != 0) fail(what + " reserved field is not zero");
     e.name = r.read_string(name_len);
     if (e.name.empty() || !valid_utf8(e.name)) fail(what + " has an empty or non-UTF-8 name");
@@ -324,14 +327,15 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
           st.nbytes = r.read<uint64_t>();
           (void)entry_bytes;
           if (st.nbytes != std::accumulate(e.sizes.begin(), e.sizes.end(), uint64_t{1}, std::multiplies<uint64_t>()) *
-                                weight_element_size(e.dtype)) {
+                               weight_element_size(e.dtype)) {
             fail(step + " holds " + std::to_string(st.nbytes) + " raw bytes, not the entry's size");
           }
           raw.emplace_back(entries.size(), e.steps.size());
           pops = -1;
           break;
         case static_cast<uint8_t>(RefitOp::Cast):
-          if (arg > static_cast<uint8_t>(EtScalarType::UInt64) || weight_element_size(static_cast<EtScalarType>(arg)) == 0) {
+          if (arg > static_cast<uint8_t>(EtScalarType::UInt64) ||
+              weight_element_size(static_cast<EtScalarType>(arg)) == 0) {
             fail(step + " casts to a dtype code (" + std::to_string(arg) + ") weights cannot hold");
           }
           st.dtype = static_cast<EtScalarType>(arg);
@@ -391,7 +395,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   return entries;
 }
 
-} // namespace
+}  // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   if (data == nullptr || size < kHeaderSize) {
@@ -449,9 +453,15 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     }
     const ByteSpan span{bytes + offset, static_cast<size_t>(length), true};
     switch (kind) {
-      case kIoTable: io_table = span; break;
-      case kEngine: blob.engine = span; break;
-      case kMetadata: blob.metadata = span; break;
+      case kIoTable:
+        io_table = span;
+        break;
+      case kEngine:
+        blob.engine = span;
+        break;
+      case kMetadata:
+        blob.metadata = span;
+        break;
       case kProgram:
         if (v2) fail("has a PROGRAM section (a torch.export archive), which only version 1 carries");
         blob.program = span;
@@ -465,7 +475,8 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kRefitMap:
         if (v2) blob.refit_map = span;
         break;
-      default: break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
+      default:
+        break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
   }
   if (!seen.count(kIoTable)) fail("missing the IO_TABLE section");
@@ -496,4 +507,4 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   return blob;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -62,14 +62,14 @@ enum class RefitOp : uint8_t { Source = 1, Raw = 2, Cast = 3, Permute = 4, Resha
 
 struct RefitStep {
   RefitOp op;
-  uint32_t weight = 0;                    // Source: WEIGHTS index
-  uint64_t offset = 0, nbytes = 0;        // Raw: from the REFIT_MAP payload start
+  uint32_t weight = 0;                       // Source: WEIGHTS index
+  uint64_t offset = 0, nbytes = 0;           // Raw: from the REFIT_MAP payload start
   EtScalarType dtype = EtScalarType::Float;  // Cast
-  std::vector<int64_t> dims;              // Permute (a permutation) / Reshape (sizes)
-  std::vector<uint32_t> params;           // BnScale: gamma, var; BnShift: gamma, var, mean, beta (WEIGHTS indexes)
-  float eps = 0;                          // BnScale / BnShift
-  int32_t axis = 0;                       // BnScale
-  bool zero = false;                      // BnShift: the layer had no bias (start from zeros)
+  std::vector<int64_t> dims;                 // Permute (a permutation) / Reshape (sizes)
+  std::vector<uint32_t> params;              // BnScale: gamma, var; BnShift: gamma, var, mean, beta (WEIGHTS indexes)
+  float eps = 0;                             // BnScale / BnShift
+  int32_t axis = 0;                          // BnScale
+  bool zero = false;                         // BnShift: the layer had no bias (start from zeros)
 };
 
 struct RefitEntry {
@@ -104,4 +104,4 @@ struct DelegateBlob {
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.
 DelegateBlob parse_delegate_blob(const void* data, size_t size);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

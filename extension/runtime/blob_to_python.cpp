@@ -29,9 +29,12 @@ py::dict io_entry_dict(const IoEntry& e) {
 
 const char* weight_kind_name(WeightKind kind) {
   switch (kind) {
-    case WeightKind::Parameter: return "parameter";
-    case WeightKind::Buffer: return "buffer";
-    case WeightKind::Constant: return "constant";
+    case WeightKind::Parameter:
+      return "parameter";
+    case WeightKind::Buffer:
+      return "buffer";
+    case WeightKind::Constant:
+      return "constant";
   }
   return "?";
 }
@@ -54,14 +57,20 @@ py::dict refit_step_dict(const RefitStep& st) {
   py::dict out;
   out["op"] = static_cast<int>(st.op);
   switch (st.op) {
-    case RefitOp::Source: out["weight"] = st.weight; break;
+    case RefitOp::Source:
+      out["weight"] = st.weight;
+      break;
     case RefitOp::Raw:
       out["offset"] = st.offset;
       out["nbytes"] = st.nbytes;
       break;
-    case RefitOp::Cast: out["dtype"] = static_cast<int>(st.dtype); break;
+    case RefitOp::Cast:
+      out["dtype"] = static_cast<int>(st.dtype);
+      break;
     case RefitOp::Permute:
-    case RefitOp::Reshape: out["dims"] = py::tuple(py::cast(st.dims)); break;
+    case RefitOp::Reshape:
+      out["dims"] = py::tuple(py::cast(st.dims));
+      break;
     case RefitOp::BnScale:
     case RefitOp::BnShift:
       out["params"] = py::tuple(py::cast(st.params));
@@ -99,7 +108,7 @@ at::Tensor weight_view(const WeightEntry& w, const uint8_t* base, const std::sha
   return at::from_blob(data, w.sizes, w.strides, [owner](void*) {}, options);
 }
 
-} // namespace
+}  // namespace
 
 py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py::object& view,
                         std::shared_ptr<const void> owner) {
@@ -138,4 +147,4 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   return out;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -17,4 +17,4 @@ namespace et_tensorrt {
 pybind11::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const pybind11::object& view,
                               std::shared_ptr<const void> owner = nullptr);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -22,7 +22,7 @@ namespace {
 
 thread_local std::string t_last_error;
 
-} // namespace
+}  // namespace
 
 ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
   ArgumentInfo v = argument_info(t);
@@ -35,7 +35,8 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
                             "where it really lives");
   }
   if (where.kind == PointerResidence::Device && (!labelled_cuda || v.device.index() != where.device_index)) {
-    v.label_note = "labelled " + device_str(v.device) + ", pointer is cuda:" + std::to_string(where.device_index) + "; ";
+    v.label_note =
+        "labelled " + device_str(v.device) + ", pointer is cuda:" + std::to_string(where.device_index) + "; ";
     v.device = EtDevice(EtDeviceType::CUDA, static_cast<executorch::runtime::etensor::DeviceIndex>(where.device_index));
   }
   return v;
@@ -47,11 +48,12 @@ namespace {
 std::shared_ptr<const void> own(executorch::runtime::FreeableBuffer&& processed) {
   return std::make_shared<executorch::runtime::FreeableBuffer>(std::move(processed));
 }
-} // namespace
+}  // namespace
 
 DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
     : buffer_(own(std::move(processed))),
-      blob_data_(static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
+      blob_data_(
+          static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
       blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
       blob_(parse_delegate_blob(blob_data_, blob_size_)) {
   py::gil_scoped_acquire gil;
@@ -85,7 +87,7 @@ DelegateHandle::~DelegateHandle() {
 }
 
 at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like,
-                                     c10::Device device) {
+                                   c10::Device device) {
   if (pool.size() <= i) pool.resize(i + 1);
   at::Tensor& buf = pool[i];
   if (!buf.defined() || buf.sizes() != like.sizes() || buf.scalar_type() != like.scalar_type() ||
@@ -225,4 +227,4 @@ void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at:
 std::string last_delegate_error() { return t_last_error; }
 void set_last_delegate_error(std::string message) { t_last_error = std::move(message); }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -50,7 +50,7 @@ class DelegateHandle {
   // The executor's inputs: the caller's memory where shared, else reused staging copies on the execution device;
   // a size argument (action Value) is its int.
   std::vector<c10::IValue> bind_inputs(const PlacementPlan& plan,
-                                      executorch::runtime::Span<executorch::runtime::EValue*> args);
+                                       executorch::runtime::Span<executorch::runtime::EValue*> args);
   // Where the executor may write each output in place (the caller's memory), undefined where it allocates.
   std::vector<at::Tensor> bind_outputs(const PlacementPlan& plan,
                                        executorch::runtime::Span<executorch::runtime::EValue*> args);
@@ -68,7 +68,7 @@ class DelegateHandle {
   size_t blob_size_ = 0;
   DelegateBlob blob_;
   pybind11::object executor_;
-  pybind11::object run_;  // executor_.run, looked up once
+  pybind11::object run_;                            // executor_.run, looked up once
   std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
   c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};
@@ -94,4 +94,4 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
 std::string last_delegate_error();
 void set_last_delegate_error(std::string message);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

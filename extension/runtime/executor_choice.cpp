@@ -42,14 +42,15 @@ std::string why_not_tensorrt(const DelegateBlob& blob, int cuda_devices) {
   return "";
 }
 
-} // namespace
+}  // namespace
 
 FallbackPolicy fallback_policy() {
   const char* raw = std::getenv(kFallbackEnv);
   std::string value = raw == nullptr ? "" : raw;
   std::string lowered;
   for (char c : value) {
-    if (!std::isspace(static_cast<unsigned char>(c))) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   if (lowered.empty() || lowered == "pytorch") return FallbackPolicy::PyTorch;
   if (lowered == "error") return FallbackPolicy::Error;
@@ -74,8 +75,8 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   // The executor gets the blob already parsed: its sections as views of `data`, released once it is built
   // (a view it kept anyway would then raise rather than read freed memory), and with an `owner` its WEIGHTS as
   // tensors viewing `data` in place (the PyTorch executor's weights: no copy), each holding `owner` alive.
-  py::dict parsed = blob_to_python(blob, data, py::memoryview::from_memory(data, static_cast<py::ssize_t>(size)),
-                                   std::move(owner));
+  py::dict parsed =
+      blob_to_python(blob, data, py::memoryview::from_memory(data, static_cast<py::ssize_t>(size)), std::move(owner));
   py::object executor;
   try {
     if (choice.reason.empty()) {
@@ -94,8 +95,8 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
                                  "where its engine does");
       }
       if (policy == FallbackPolicy::Error) {
-        throw std::runtime_error("TensorRT cannot execute this partition here: " + choice.reason + "; " +
-                                 kFallbackEnv + "=error refuses the PyTorch fallback (unset it to allow)");
+        throw std::runtime_error("TensorRT cannot execute this partition here: " + choice.reason + "; " + kFallbackEnv +
+                                 "=error refuses the PyTorch fallback (unset it to allow)");
       }
       // The fallback runs on the recorded GPU when this process has it, else on the host, said in the reason.
       if (choice.device.type() == EtDeviceType::CUDA && choice.device.index() >= cuda_devices) {
@@ -113,4 +114,4 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   return executor;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -23,10 +23,10 @@ FallbackPolicy fallback_policy();
 const char* fallback_policy_name(FallbackPolicy policy);
 
 struct ExecutorChoice {
-  std::string executor;  // "tensorrt" or "pytorch"
-  EtDevice device{EtDeviceType::CPU, 0};  // where it runs
+  std::string executor;                            // "tensorrt" or "pytorch"
+  EtDevice device{EtDeviceType::CPU, 0};           // where it runs
   EtDevice recorded_device{EtDeviceType::CPU, 0};  // the blob's execution device (differs: no CUDA here)
-  std::string reason;  // why not TensorRT; empty when TensorRT runs
+  std::string reason;                              // why not TensorRT; empty when TensorRT runs
 };
 
 // CUDA devices this process can use (0 with a CPU-only torch or no driver).
@@ -42,4 +42,4 @@ int cuda_device_count();
 pybind11::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
                                  ExecutorChoice& choice, std::shared_ptr<const void> owner = nullptr);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -9,9 +9,12 @@ namespace {
 
 c10::IValue value_of(const GraphArg& arg, const std::vector<c10::IValue>& slots) {
   switch (arg.kind) {
-    case GraphArg::Kind::Slot: return slots[arg.slot];
-    case GraphArg::Kind::SlotNumber: return wrapped_number(slots[arg.slot].toScalar());
-    case GraphArg::Kind::Constant: return arg.constant;
+    case GraphArg::Kind::Slot:
+      return slots[arg.slot];
+    case GraphArg::Kind::SlotNumber:
+      return wrapped_number(slots[arg.slot].toScalar());
+    case GraphArg::Kind::Constant:
+      return arg.constant;
     case GraphArg::Kind::List: {
       c10::impl::GenericList list(arg.element_type);
       list.reserve(arg.items.size());
@@ -32,20 +35,34 @@ c10::IValue int_op(IntOp op, const c10::IValue& a, const c10::IValue& b) {
   const int64_t x = a.toInt();
   const int64_t y = op == IntOp::Neg ? 0 : b.toInt();
   switch (op) {
-    case IntOp::Add: return x + y;
-    case IntOp::Sub: return x - y;
-    case IntOp::Mul: return x * y;
-    case IntOp::FloorDiv: return floor_div(x, y);
-    case IntOp::Mod: return x - floor_div(x, y) * y;  // Python's modulo: the sign of the divisor
-    case IntOp::Neg: return -x;
-    case IntOp::Max: return std::max(x, y);
-    case IntOp::Min: return std::min(x, y);
-    case IntOp::Eq: return x == y;
-    case IntOp::Ne: return x != y;
-    case IntOp::Lt: return x < y;
-    case IntOp::Le: return x <= y;
-    case IntOp::Gt: return x > y;
-    case IntOp::Ge: return x >= y;
+    case IntOp::Add:
+      return x + y;
+    case IntOp::Sub:
+      return x - y;
+    case IntOp::Mul:
+      return x * y;
+    case IntOp::FloorDiv:
+      return floor_div(x, y);
+    case IntOp::Mod:
+      return x - floor_div(x, y) * y;  // Python's modulo: the sign of the divisor
+    case IntOp::Neg:
+      return -x;
+    case IntOp::Max:
+      return std::max(x, y);
+    case IntOp::Min:
+      return std::min(x, y);
+    case IntOp::Eq:
+      return x == y;
+    case IntOp::Ne:
+      return x != y;
+    case IntOp::Lt:
+      return x < y;
+    case IntOp::Le:
+      return x <= y;
+    case IntOp::Gt:
+      return x > y;
+    case IntOp::Ge:
+      return x >= y;
   }
   return {};
 }
@@ -57,7 +74,7 @@ void check_slots(const GraphArg& arg, size_t n_slots) {
   for (const GraphArg& item : arg.items) check_slots(item, n_slots);
 }
 
-} // namespace
+}  // namespace
 
 at::Tensor wrapped_number(const c10::Scalar& value) {
   at::Tensor n = at::scalar_to_tensor(value);
@@ -74,7 +91,8 @@ GraphInterpreter::GraphInterpreter(std::vector<at::Tensor> lifted, std::vector<s
       steps_(std::move(steps)),
       output_slots_(std::move(output_slots)),
       n_slots_(n_slots) {
-  if (lifted_.size() != lifted_slots_.size()) throw std::invalid_argument("graph program: lifted tensors and slots differ");
+  if (lifted_.size() != lifted_slots_.size())
+    throw std::invalid_argument("graph program: lifted tensors and slots differ");
   auto check = [&](size_t slot) {
     if (slot >= n_slots_) throw std::invalid_argument("graph program: slot " + std::to_string(slot) + " out of range");
   };
@@ -135,4 +153,4 @@ std::vector<at::Tensor> GraphInterpreter::run(const std::vector<c10::IValue>& in
   return out;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

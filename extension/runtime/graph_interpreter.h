@@ -19,10 +19,10 @@ struct GraphArg {
   // SlotNumber: a size or other number computed in the graph, where the schema takes a Tensor (eager wraps it).
   enum class Kind : uint8_t { Slot, SlotNumber, Constant, List };
   Kind kind = Kind::Constant;
-  size_t slot = 0;                // Slot, SlotNumber
-  c10::IValue constant;           // Constant (converted once, with the schema's type)
-  c10::TypePtr element_type;      // List: the list's element type
-  std::vector<GraphArg> items;    // List: elements (slots or constants)
+  size_t slot = 0;              // Slot, SlotNumber
+  c10::IValue constant;         // Constant (converted once, with the schema's type)
+  c10::TypePtr element_type;    // List: the list's element type
+  std::vector<GraphArg> items;  // List: elements (slots or constants)
 };
 
 enum class IntOp : uint8_t { Add, Sub, Mul, FloorDiv, Mod, Neg, Max, Min, Eq, Ne, Lt, Le, Gt, Ge };
@@ -63,4 +63,4 @@ class GraphInterpreter {
   size_t n_slots_;
 };
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -107,7 +107,8 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
     if (input) {
       // Only reachable when no CUDA runtime is usable here (otherwise the executor runs on the GPU).
       p.action = Placement::Reject;
-      p.reason = "labelled " + device_str(t.device) + " but the partition executes on the host here (no usable "
+      p.reason = "labelled " + device_str(t.device) +
+                 " but the partition executes on the host here (no usable "
                  "CUDA runtime): its memory cannot be read";
       return p;
     }
@@ -115,7 +116,8 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
   if (t.device != exec) {
     if (!t_cuda && exec_cuda) {
       p.action = input ? Placement::CopyHostToDevice : Placement::CopyDeviceToHost;
-      p.reason += input ? "host memory, engine on " + device_str(exec) : "ExecuTorch planned this output in host memory";
+      p.reason +=
+          input ? "host memory, engine on " + device_str(exec) : "ExecuTorch planned this output in host memory";
     } else if (t_cuda && exec_cuda) {
       p.action = Placement::CopyDeviceToDevice;
       p.reason += "on " + device_str(t.device) + ", engine on " + device_str(exec);
@@ -141,8 +143,10 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
   }
   if (!input && !holds_largest(t, e)) {
     p.action = Placement::CopyResult;
-    p.reason += "the planned output memory (" + std::to_string(t.nbytes) + " B) may not hold the engine's largest "
-                "result " + range_str(e.dims);
+    p.reason += "the planned output memory (" + std::to_string(t.nbytes) +
+                " B) may not hold the engine's largest "
+                "result " +
+                range_str(e.dims);
     p.bytes = t.nbytes;
     return p;
   }
@@ -150,7 +154,7 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
   return p;
 }
 
-} // namespace
+}  // namespace
 
 ArgumentInfo argument_info(const executorch::aten::Tensor& t) {
   ArgumentInfo v;
@@ -175,16 +179,26 @@ const char* role_name(IoRole role) { return role == IoRole::Output ? "output" : 
 
 const char* placement_name(Placement p) {
   switch (p) {
-    case Placement::Share: return "share";
-    case Placement::CopyHostToDevice: return "copy h2d";
-    case Placement::CopyDeviceToDevice: return "copy d2d";
-    case Placement::CopyDeviceToHost: return "copy d2h";
-    case Placement::CopyLayout: return "copy layout";
-    case Placement::CopyResult: return "copy result";
-    case Placement::Value: return "value";
-    case Placement::Reject: return "reject";
-    case Placement::CopyIntoPlanned: return "copy planned";
-    case Placement::CopyOut: return "copy out";
+    case Placement::Share:
+      return "share";
+    case Placement::CopyHostToDevice:
+      return "copy h2d";
+    case Placement::CopyDeviceToDevice:
+      return "copy d2d";
+    case Placement::CopyDeviceToHost:
+      return "copy d2h";
+    case Placement::CopyLayout:
+      return "copy layout";
+    case Placement::CopyResult:
+      return "copy result";
+    case Placement::Value:
+      return "value";
+    case Placement::Reject:
+      return "reject";
+    case Placement::CopyIntoPlanned:
+      return "copy planned";
+    case Placement::CopyOut:
+      return "copy out";
   }
   return "?";
 }
@@ -260,4 +274,4 @@ PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std:
   return plan;
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

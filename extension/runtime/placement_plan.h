@@ -59,9 +59,9 @@ struct TensorPlacement {
   Placement action = Placement::Share;
   EtDevice from{EtDeviceType::CPU, 0};
   EtDevice to{EtDeviceType::CPU, 0};
-  size_t bytes = 0;     // bytes this entry copies per call (0 when shared)
+  size_t bytes = 0;       // bytes this entry copies per call (0 when shared)
   uintptr_t address = 0;  // the caller's pointer the delegate saw (proves zero copy when shared)
-  std::string reason;   // why it is copied or rejected; empty for share
+  std::string reason;     // why it is copied or rejected; empty for share
 };
 
 struct PlacementPlan {
@@ -77,7 +77,7 @@ struct PlacementPlan {
   uint64_t delegate_ns = 0;
 
   size_t bytes_copied() const;
-  bool ok() const;                      // nothing rejected
+  bool ok() const;                        // nothing rejected
   std::string rejection_message() const;  // every rejection, one per line
   std::string repr() const;
 };
@@ -94,4 +94,4 @@ struct PlacementCountError : std::invalid_argument {
 
 std::string device_str(EtDevice device);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -3,7 +3,7 @@
 namespace et_tensorrt {
 namespace {
 thread_local PlanRecorder* t_recorder = nullptr;
-} // namespace
+}  // namespace
 
 PlanRecorder::PlanRecorder() : previous_(t_recorder) { t_recorder = this; }
 
@@ -13,4 +13,4 @@ void record_plan(std::shared_ptr<const PlacementPlan> plan) {
   if (t_recorder != nullptr) t_recorder->plans_.push_back(std::move(plan));
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -30,4 +30,4 @@ class PlanRecorder {
 // Called by each delegate call: hands its plan to this thread's recorder, if one is installed.
 void record_plan(std::shared_ptr<const PlacementPlan> plan);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -12,7 +12,7 @@ namespace {
 using CuPointerGetAttribute = int (*)(void* data, int attribute, unsigned long long ptr);
 constexpr int kAttrMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 constexpr int kAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-constexpr int kInvalidValue = 1;          // CUDA_ERROR_INVALID_VALUE
+constexpr int kInvalidValue = 1;       // CUDA_ERROR_INVALID_VALUE
 constexpr unsigned kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
 
 // How many shared objects this process has loaded so far (glibc's dlpi_adds), read from the first entry only.
@@ -46,7 +46,7 @@ CuPointerGetAttribute driver_entry() {
   return found;
 }
 
-} // namespace
+}  // namespace
 
 PointerResidence pointer_residence(const void* ptr) {
   CuPointerGetAttribute get = driver_entry();
@@ -70,4 +70,4 @@ PointerResidence pointer_residence(const void* ptr) {
   return {memory_type == kMemoryTypeHost ? PointerResidence::Host : PointerResidence::Unknown, 0};
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -14,4 +14,4 @@ struct PointerResidence {
 
 PointerResidence pointer_residence(const void* ptr);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

@@ -17,4 +17,4 @@ std::runtime_error python_error(const py::error_already_set& e) {
   return std::runtime_error(type + ": " + what);
 }
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

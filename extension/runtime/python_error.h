@@ -10,4 +10,4 @@ namespace et_tensorrt {
 // "Type: message" of a Python exception, without pybind11's traceback.
 std::runtime_error python_error(const pybind11::error_already_set& e);
 
-} // namespace et_tensorrt
+}  // namespace et_tensorrt

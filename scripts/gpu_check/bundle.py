@@ -83,8 +83,23 @@ def pip_download(requirement: str, dest: Path) -> Path:
     """One cp312 manylinux wheel from the registry (pip's own cache makes a repeat cheap)."""
     dest.mkdir(parents=True, exist_ok=True)
     name = requirement.split("==")[0].replace("-", "_").lower()
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-           "--implementation", "cp", "--disable-pip-version-check", "-q", "-d", str(dest), requirement]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+        requirement,
+    ]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -178,8 +193,14 @@ def lower_programs(work: Path) -> Path:
         with torch.no_grad():
             expected = model(*inputs)
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        pte = et_tensorrt.lower(model, tuple(inputs), min_block_size=1, precision=spec.precision,
-                                zero_copy_outputs=spec.zero_copy_outputs, **spec.options)
+        pte = et_tensorrt.lower(
+            model,
+            tuple(inputs),
+            min_block_size=1,
+            precision=spec.precision,
+            zero_copy_outputs=spec.zero_copy_outputs,
+            **spec.options,
+        )
         report = et_tensorrt.lower.last_report
         (out / f"{spec.name}.pte").write_bytes(pte)
         spans = delegate_spans(pte)
@@ -188,15 +209,27 @@ def lower_programs(work: Path) -> Path:
         refs["programs"][spec.name] = {"inputs": inputs, "expected": [e.detach() for e in expected]}
         refs["models"][spec.model] = model.state_dict()
         tol, fp32 = for_precision(spec.precision), for_precision("fp32")
-        table.append({
-            "name": spec.name, "model": spec.model, "precision": spec.precision,
-            "zero_copy_outputs": spec.zero_copy_outputs, "options": spec.options, "shows": spec.shows,
-            "pte": f"{spec.name}.pte", "pte_bytes": len(pte), "delegates": spans,
-            "delegated_nodes": len(report.delegated), "host_nodes": len(report.host_nodes),
-            "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "fp32_tolerance": {"atol": fp32.atol, "rtol": fp32.rtol},
-        })
-        log(f"lowered {spec.name}: {len(pte) / transport.MiB:.2f} MiB, {len(spans)} delegate(s), "
-            f"{time.perf_counter() - t0:.1f} s")
+        table.append(
+            {
+                "name": spec.name,
+                "model": spec.model,
+                "precision": spec.precision,
+                "zero_copy_outputs": spec.zero_copy_outputs,
+                "options": spec.options,
+                "shows": spec.shows,
+                "pte": f"{spec.name}.pte",
+                "pte_bytes": len(pte),
+                "delegates": spans,
+                "delegated_nodes": len(report.delegated),
+                "host_nodes": len(report.host_nodes),
+                "tolerance": {"atol": tol.atol, "rtol": tol.rtol},
+                "fp32_tolerance": {"atol": fp32.atol, "rtol": fp32.rtol},
+            }
+        )
+        log(
+            f"lowered {spec.name}: {len(pte) / transport.MiB:.2f} MiB, {len(spans)} delegate(s), "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
     torch.save(refs, out / "refs.pt")
     (out / "programs.json").write_text(json.dumps(table, indent=1))
     tar_path = work / "programs.tar"
@@ -233,18 +266,24 @@ def versions() -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path)
-    ap.add_argument("--anywhere", action="store_true", help="allow a folder that is not an ignored part of the checkout")
+    ap.add_argument(
+        "--anywhere", action="store_true", help="allow a folder that is not an ignored part of the checkout"
+    )
     args = ap.parse_args()
     out = args.dir.resolve()
     if not args.anywhere:
         try:
             rel = out.relative_to(ROOT)
         except ValueError:
-            raise SystemExit(f"{out} is outside {ROOT}: a device call carries only folders inside the checkout")
+            raise SystemExit(
+                f"{out} is outside {ROOT}: a device call carries only folders inside the checkout"
+            ) from None
         probe = str(rel / "call1")
         if subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT, check=False).returncode != 0:
-            raise SystemExit(f"{rel}/ is not ignored by git: it would travel with every call. Add '/{rel}/' to "
-                             ".git/info/exclude (or use the default .gpucheck, which .gitignore lists)")
+            raise SystemExit(
+                f"{rel}/ is not ignored by git: it would travel with every call. Add '/{rel}/' to "
+                ".git/info/exclude (or use the default .gpucheck, which .gitignore lists)"
+            )
     t0 = time.perf_counter()
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -259,38 +298,51 @@ def main() -> int:
 
     payload = {
         "programs.tar": lower_programs(work),
-        f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip":
-            trim_executorch(et_wheel, work / f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip"),
-        f"tensorrt_rtx-{ver['tensorrt_rtx']}-python.tar":
-            tensorrt_python_package(ver["tensorrt_rtx"], work / f"tensorrt_rtx-{ver['tensorrt_rtx']}-python.tar"),
+        f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip": trim_executorch(
+            et_wheel, work / f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip"
+        ),
+        f"tensorrt_rtx-{ver['tensorrt_rtx']}-python.tar": tensorrt_python_package(
+            ver["tensorrt_rtx"], work / f"tensorrt_rtx-{ver['tensorrt_rtx']}-python.tar"
+        ),
         bindings.name: bindings,
         libs.name: libs,
     }
     travelling = [p for p in travelling_files() if not (ROOT / p).resolve().is_relative_to(out)]
     tree = tree_bytes(travelling)
     calls = transport.plan_calls([(name, path.stat().st_size) for name, path in payload.items()], tree)
-    manifest = transport.write_calls(out, payload, calls, {
-        "roles": {"programs": "programs.tar",
-                  "executorch": next(n for n in payload if n.startswith("executorch-runtime-")),
-                  "tensorrt_python": next(n for n in payload if n.endswith("-python.tar")),
-                  "tensorrt_bindings": bindings.name, "tensorrt_libs": libs.name},
-        "sources": sources(travelling),
-        "tree_bytes": tree,
-        "call_limit_bytes": transport.CALL_LIMIT,
-        "versions": ver,
-    })
+    manifest = transport.write_calls(
+        out,
+        payload,
+        calls,
+        {
+            "roles": {
+                "programs": "programs.tar",
+                "executorch": next(n for n in payload if n.startswith("executorch-runtime-")),
+                "tensorrt_python": next(n for n in payload if n.endswith("-python.tar")),
+                "tensorrt_bindings": bindings.name,
+                "tensorrt_libs": libs.name,
+            },
+            "sources": sources(travelling),
+            "tree_bytes": tree,
+            "call_limit_bytes": transport.CALL_LIMIT,
+            "versions": ver,
+        },
+    )
     rel = os.path.relpath(out, ROOT)
-    log(f"bundle {manifest['bundle_id']} in {time.perf_counter() - t0:.0f} s; working tree {tree / transport.MiB:.2f} "
-        f"MiB travels with every call")
+    log(
+        f"bundle {manifest['bundle_id']} in {time.perf_counter() - t0:.0f} s; working tree {tree / transport.MiB:.2f} "
+        f"MiB travels with every call"
+    )
     worst = 0.0
     for i in range(len(calls)):
         size = (tree + transport.folder_bytes(out / f"call{i + 1}")) / transport.MiB
         worst = max(worst, size)
-        print(f"call {i + 1}: {size:.1f} MiB   (carry: [\"{rel}/call{i + 1}\"])")
+        print(f'call {i + 1}: {size:.1f} MiB   (carry: ["{rel}/call{i + 1}"])')
     if worst > transport.CALL_LIMIT / transport.MiB:
         raise SystemExit(f"a call is {worst:.1f} MiB, over the {transport.CALL_LIMIT / transport.MiB:.0f} MiB plan")
-    (out / "calls.txt").write_text("".join(
-        f"call {i + 1}: bash scripts/gpu_check.sh --call {i + 1} {rel}\n" for i in range(len(calls))))
+    (out / "calls.txt").write_text(
+        "".join(f"call {i + 1}: bash scripts/gpu_check.sh --call {i + 1} {rel}\n" for i in range(len(calls)))
+    )
     return 0
 
 

@@ -71,13 +71,21 @@ class ProgramSpec:
 
 PROGRAMS = (
     ProgramSpec("mlp_fp32", "mlp", shows="engine deserializes; CUDA inputs shared; caller CUDA outputs in place"),
-    ProgramSpec("mlp_fp32_planned", "mlp", zero_copy_outputs=False,
-                shows="outputs ExecuTorch planned in host memory: copied device -> host"),
+    ProgramSpec(
+        "mlp_fp32_planned",
+        "mlp",
+        zero_copy_outputs=False,
+        shows="outputs ExecuTorch planned in host memory: copied device -> host",
+    ),
     ProgramSpec("mlp_fp16", "mlp", precision="fp16", shows="fp16 engine within fp16 tolerance"),
     ProgramSpec("convnet_fp32", "convnet", shows="convolutions; latency against eager CUDA"),
-    ProgramSpec("host_op_between", "host_op_between", zero_copy_outputs=False,
-                options={"torch_executed_ops": ["aten.tanh.default"]},
-                shows="two delegates around an ExecuTorch CPU kernel (loaded without executorch.exir)"),
+    ProgramSpec(
+        "host_op_between",
+        "host_op_between",
+        zero_copy_outputs=False,
+        options={"torch_executed_ops": ["aten.tanh.default"]},
+        shows="two delegates around an ExecuTorch CPU kernel (loaded without executorch.exir)",
+    ),
 )
 
 # weights="refit" programs (issue 17) are not in the bundle: the bundle is lowered on the CPU machine, and

@@ -42,8 +42,11 @@ def row(check: str, result: str, detail: str = "", **data) -> None:
 def run(check: str, fn: Callable[[], object], *needs, gpu: bool = False):
     """``fn()`` returns a detail string or (detail, data dict[, value]); PASS then, FAIL on any exception."""
     if gpu and not State.gpu:
-        row(check, "FAIL" if State.require_gpu else "SKIP", "no GPU on a machine that should have one"
-            if State.require_gpu else NO_GPU)
+        row(
+            check,
+            "FAIL" if State.require_gpu else "SKIP",
+            "no GPU on a machine that should have one" if State.require_gpu else NO_GPU,
+        )
         return None
     if any(n is None for n in needs):
         row(check, "SKIP", "an earlier row it needs did not pass")
@@ -102,9 +105,11 @@ class ExecutorSpy:
             original = cls.run
 
             def run(executor, inputs, outputs, _original=original):
-                record = {"executor": executor.kind,
-                          "inputs": [(t.data_ptr(), str(t.device)) for t in inputs],
-                          "outputs": [None if o is None else o.data_ptr() for o in outputs]}
+                record = {
+                    "executor": executor.kind,
+                    "inputs": [(t.data_ptr(), str(t.device)) for t in inputs],
+                    "outputs": [None if o is None else o.data_ptr() for o in outputs],
+                }
                 if spy.timing:
                     torch.cuda.synchronize()
                     t = time.perf_counter()
@@ -135,8 +140,10 @@ def max_error(actual: list[torch.Tensor], expected: list[torch.Tensor]) -> float
 
 def within(actual: list[torch.Tensor], expected: list[torch.Tensor], tol: dict) -> tuple[bool, float]:
     err = max_error(actual, expected)
-    ok = all(torch.allclose(a.detach().float().cpu(), e.float(), atol=tol["atol"], rtol=tol["rtol"])
-             for a, e in zip(actual, expected))
+    ok = all(
+        torch.allclose(a.detach().float().cpu(), e.float(), atol=tol["atol"], rtol=tol["rtol"])
+        for a, e in zip(actual, expected)
+    )
     return ok, err
 
 
@@ -186,19 +193,27 @@ class Checks:
 
     def blobs(self, name: str) -> list[bytes]:
         data = (self.dir / self.table[name]["pte"]).read_bytes()
-        return [data[d["offset"]: d["offset"] + d["size"]] for d in self.table[name]["delegates"]]
+        return [data[d["offset"] : d["offset"] + d["size"]] for d in self.table[name]["delegates"]]
 
     # -- environment and imports -------------------------------------------------------------------
     def environment(self):
-        data = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "python": sys.version.split()[0],
-                "cuda_available": torch.cuda.is_available()}
+        data = {
+            "torch": torch.__version__,
+            "torch_cuda": torch.version.cuda,
+            "python": sys.version.split()[0],
+            "cuda_available": torch.cuda.is_available(),
+        }
         if not State.gpu:
             if State.require_gpu:
                 raise AssertionError(f"torch {torch.__version__} sees no CUDA device")
             return f"torch {torch.__version__}, no CUDA device ({NO_GPU} for the GPU rows)", data
         p = torch.cuda.get_device_properties(0)
-        data.update(gpu=p.name, capability=f"sm{p.major}{p.minor}", gpus=torch.cuda.device_count(),
-                    memory_gib=round(p.total_memory / 2**30, 1))
+        data.update(
+            gpu=p.name,
+            capability=f"sm{p.major}{p.minor}",
+            gpus=torch.cuda.device_count(),
+            memory_gib=round(p.total_memory / 2**30, 1),
+        )
         return f"torch {torch.__version__} (CUDA {torch.version.cuda}), {p.name}, sm{p.major}{p.minor}", data
 
     def import_runtime(self):
@@ -213,16 +228,22 @@ class Checks:
         loaded = sorted(m for m in sys.modules if m.startswith("executorch"))
         if any(m.startswith("executorch.exir") for m in loaded):
             raise AssertionError(f"importing the runtime imported executorch.exir: {loaded}")
-        return (f"et_tensorrt from {Path(et_tensorrt.__file__).parent}; ExecuTorch modules imported: {loaded}",
-                {"executorch_modules": loaded, "kernels": runner.KERNELS_LIBRARY}, et_tensorrt)
+        return (
+            f"et_tensorrt from {Path(et_tensorrt.__file__).parent}; ExecuTorch modules imported: {loaded}",
+            {"executorch_modules": loaded, "kernels": runner.KERNELS_LIBRARY},
+            et_tensorrt,
+        )
 
     def tensorrt_import(self):
         from et_tensorrt import trt
 
         mod = trt.module()
         caps = list(mod.ComputeCapability.__members__) if hasattr(mod, "ComputeCapability") else []
-        return (f"{trt.flavour()} {trt.version()}; build targets it knows: {caps}",
-                {"flavour": trt.flavour(), "version": trt.version(), "compute_capabilities": caps}, mod)
+        return (
+            f"{trt.flavour()} {trt.version()}; build targets it knows: {caps}",
+            {"flavour": trt.flavour(), "version": trt.version(), "compute_capabilities": caps},
+            mod,
+        )
 
     # -- per program --------------------------------------------------------------------------------
     def blob(self, name: str):
@@ -235,11 +256,19 @@ class Checks:
             engine = parsed["engine"]
             if blob.engine is None or engine is None or len(engine) == 0:
                 raise AssertionError("the blob carries no engine")
-            program_bytes = sum(len(parsed[k]) for k in ("graph", "weights_section", "program") if parsed[k] is not None)
+            program_bytes = sum(
+                len(parsed[k]) for k in ("graph", "weights_section", "program") if parsed[k] is not None
+            )
             metadata = parsed["metadata"]
-            out.append({"version": parsed["version"], "engine_bytes": len(engine),
-                        "program_bytes": program_bytes, "execution_device": str(parsed["execution_device"]),
-                        "metadata": json.loads(bytes(metadata) if metadata is not None else b"{}")})
+            out.append(
+                {
+                    "version": parsed["version"],
+                    "engine_bytes": len(engine),
+                    "program_bytes": program_bytes,
+                    "execution_device": str(parsed["execution_device"]),
+                    "metadata": json.loads(bytes(metadata) if metadata is not None else b"{}"),
+                }
+            )
         engines = ", ".join(f"{b['engine_bytes']} B" for b in out)
         return f"{len(out)} blob(s), format v{out[0]['version']}, engine(s) {engines}", {"blobs": out}
 
@@ -271,12 +300,22 @@ class Checks:
         self.runners[name] = r
         ok, err = within(outputs, self.expected(name), self.tolerance(name))
         reasons = [line for line in self.log.lines if "runs with PyTorch" in line]
-        data = {"executor": self.executor[name], "delegate_calls": len(calls), "max_abs_error": err,
-                "tolerance": self.tolerance(name), "fallback_reasons": reasons, "plan": repr(r.last_plan)}
+        data = {
+            "executor": self.executor[name],
+            "delegate_calls": len(calls),
+            "max_abs_error": err,
+            "tolerance": self.tolerance(name),
+            "fallback_reasons": reasons,
+            "plan": repr(r.last_plan),
+        }
         if not ok:
             raise AssertionError(f"max abs error {err:.3g} vs eager fp32 exceeds {self.tolerance(name)}")
-        return (f"executor {self.executor[name]} ({len(calls)} delegate call(s)); max abs error {err:.3g} within "
-                f"{self.tolerance(name)}" + (f"; fallback: {reasons[0]}" if reasons else ""), data, r)
+        return (
+            f"executor {self.executor[name]} ({len(calls)} delegate call(s)); max abs error {err:.3g} within "
+            f"{self.tolerance(name)}" + (f"; fallback: {reasons[0]}" if reasons else ""),
+            data,
+            r,
+        )
 
     def tensorrt_chosen(self, name: str):
         if self.executor.get(name) != "tensorrt":
@@ -297,8 +336,10 @@ class Checks:
         assert entry.data_ptr == x[0].data_ptr(), f"plan saw {entry.data_ptr:#x}, caller's {x[0].data_ptr():#x}"
         assert seen["inputs"][0][0] == x[0].data_ptr(), f"executor read {seen['inputs'][0][0]:#x}"
         assert entry.bytes == 0, f"input 0 copies {entry.bytes} B"
-        return (f"input 0 shared: caller, plan and executor all at {x[0].data_ptr():#x}, 0 B copied",
-                {"plan": repr(plan)})
+        return (
+            f"input 0 shared: caller, plan and executor all at {x[0].data_ptr():#x}, 0 B copied",
+            {"plan": repr(plan)},
+        )
 
     def host_input_staged(self, name: str):
         r = self.runners[name]
@@ -320,8 +361,11 @@ class Checks:
         assert staged[0][0] not in host_ptrs, "the executor read the host pointer"
         ok, err = within(result, self.expected(name), self.tolerance(name))
         assert ok, f"max abs error {err:.3g}"
-        return (f"5 calls, 5 host buffers -> one staging buffer {staged[0][0]:#x} on {staged[0][1]}; "
-                f"{entry.bytes} B h2d per call; max abs error {err:.3g}", {"staging": staged})
+        return (
+            f"5 calls, 5 host buffers -> one staging buffer {staged[0][0]:#x} on {staged[0][1]}; "
+            f"{entry.bytes} B h2d per call; max abs error {err:.3g}",
+            {"staging": staged},
+        )
 
     def output_in_place(self, name: str):
         r = self.runners[name]
@@ -352,8 +396,9 @@ class Checks:
         host = torch.zeros(4, 8)
         device = torch.zeros(4, 8, device="cuda:0")
         pinned = torch.zeros(4, 8).pin_memory()
-        residence = {k: _C._pointer_residence(t.data_ptr()) for k, t in
-                     (("host", host), ("cuda", device), ("pinned", pinned))}
+        residence = {
+            k: _C._pointer_residence(t.data_ptr()) for k, t in (("host", host), ("cuda", device), ("pinned", pinned))
+        }
         assert residence["host"] == "host" and residence["cuda"] == "cuda:0", residence
         refusals = {}
         for label, t in (("host", host), ("pinned", pinned)):
@@ -366,8 +411,11 @@ class Checks:
                 raise AssertionError(f"{label} memory labelled cuda:0 was accepted")
         corrected_device, note = _C._check_argument(_C._relabel(self.et.describe(device), torch.device("cpu")))
         assert str(corrected_device) == "cuda:0" and note, (corrected_device, note)
-        return (f"driver says {residence}; host memory labelled cuda:0 refused ({refusals['host']}); device memory "
-                f"labelled cpu taken as cuda:0 ({note.strip()})", {"residence": residence, "refusals": refusals})
+        return (
+            f"driver says {residence}; host memory labelled cuda:0 refused ({refusals['host']}); device memory "
+            f"labelled cpu taken as cuda:0 ({note.strip()})",
+            {"residence": residence, "refusals": refusals},
+        )
 
     def d2h_output(self, name: str):
         r = self.runners[name]
@@ -407,15 +455,24 @@ class Checks:
             self.spy.timing = False
         executor_times = [sum(c["seconds"] for c in calls) for calls in _group(self.spy.take(), len(spec["delegates"]))]
         overhead = [total - own for total, own in zip(runner_timed, executor_times)]
-        data = {"executor": self.executor[name], "eager_cuda_us": us(eager), "runner_us": us(runner),
-                "executor_us": us(statistics.median(executor_times)), "delegate_overhead_us": us(statistics.median(overhead)),
-                "overhead_share": round(statistics.median(o / t for o, t in zip(overhead, runner_timed)), 3),
-                "iterations": LATENCY_ITERS, "eager_precision": spec["precision"]}
+        data = {
+            "executor": self.executor[name],
+            "eager_cuda_us": us(eager),
+            "runner_us": us(runner),
+            "executor_us": us(statistics.median(executor_times)),
+            "delegate_overhead_us": us(statistics.median(overhead)),
+            "overhead_share": round(statistics.median(o / t for o, t in zip(overhead, runner_timed)), 3),
+            "iterations": LATENCY_ITERS,
+            "eager_precision": spec["precision"],
+        }
         if self.executor[name] == "tensorrt" and trt_mod is not None and len(spec["delegates"]) == 1:
             data["tensorrt_alone_us"] = us(self.tensorrt_alone(name, trt_mod, x, out))
-        return (f"{self.executor[name]}: runner {data['runner_us']} us vs eager CUDA {data['eager_cuda_us']} us; executor "
-                f"{data['executor_us']} us, delegate overhead {data['delegate_overhead_us']} us "
-                f"({data['overhead_share']:.0%})", data)
+        return (
+            f"{self.executor[name]}: runner {data['runner_us']} us vs eager CUDA {data['eager_cuda_us']} us; executor "
+            f"{data['executor_us']} us, delegate overhead {data['delegate_overhead_us']} us "
+            f"({data['overhead_share']:.0%})",
+            data,
+        )
 
     def tensorrt_alone(self, name: str, trt_mod, x, out) -> float:
         """The engine with nothing of ours around it: bind, enqueue on torch's stream."""
@@ -450,12 +507,16 @@ class Checks:
         sizes = [(len(s.engine), len(f.engine)) for s, f in zip(stripped, full)]
         if any(s >= f for s, f in sizes):
             raise AssertionError(f"stripped engine not smaller than the full one: {sizes}")
-        return (f"refitted engine ran (parity above); engine bytes stripped/full {sizes}",
-                {"engine_bytes": sizes, "refit_entries": [len(b.refit_entries) for b in stripped]})
+        return (
+            f"refitted engine ran (parity above); engine bytes stripped/full {sizes}",
+            {"engine_bytes": sizes, "refit_entries": [len(b.refit_entries) for b in stripped]},
+        )
 
     def refit_not_bundled(self):
-        raise Skip("no weights='refit' program in the bundle: TensorRT-RTX 1.7.1 builds weight-stripped engines "
-                   "only with a GPU and the bundle is lowered on a CPU machine (check_models.REFIT_PROGRAMS)")
+        raise Skip(
+            "no weights='refit' program in the bundle: TensorRT-RTX 1.7.1 builds weight-stripped engines "
+            "only with a GPU and the bundle is lowered on a CPU machine (check_models.REFIT_PROGRAMS)"
+        )
 
     def no_exir(self):
         loaded = sorted(m for m in sys.modules if m.startswith("executorch"))
@@ -465,7 +526,7 @@ class Checks:
 
 
 def _group(calls: list[dict], per_run: int) -> list[list[dict]]:
-    return [calls[i: i + per_run] for i in range(0, len(calls), per_run)]
+    return [calls[i : i + per_run] for i in range(0, len(calls), per_run)]
 
 
 def main() -> int:
@@ -499,25 +560,38 @@ def main() -> int:
     planned = "mlp_fp32_planned"
     run(f"{planned}: device -> host output", lambda: c.d2h_output(planned), c.runners.get(planned), gpu=True)
     for name in ("mlp_fp32", "mlp_fp16", "convnet_fp32"):
-        run(f"{name}: latency vs eager CUDA, delegate overhead", lambda n=name: c.latency(n, trt_mod),
-            c.runners.get(name), gpu=True)
+        run(
+            f"{name}: latency vs eager CUDA, delegate overhead",
+            lambda n=name: c.latency(n, trt_mod),
+            c.runners.get(name),
+            gpu=True,
+        )
     # weights="refit" programs and their weights="both" twins, when the bundle carries them (check_models.py says
     # why it does not today).
-    refit_programs = [(n, b) for n, b in (("mlp_fp32_refit", "mlp_fp32"), ("convnet_fp32_refit", "convnet_fp32"))
-                      if n in c.table]
+    refit_pairs = (("mlp_fp32_refit", "mlp_fp32"), ("convnet_fp32_refit", "convnet_fp32"))
+    refit_programs = [(n, b) for n, b in refit_pairs if n in c.table]
     if not refit_programs:
         run("refit of weight-stripped engines (issue 17)", c.refit_not_bundled, et)
     for name, both in refit_programs:
-        run(f"{name}: weight-stripped engine refitted and run (issue 17)", lambda n=name, b=both: c.refit(n, b),
-            c.runners.get(name), gpu=True)
+        run(
+            f"{name}: weight-stripped engine refitted and run (issue 17)",
+            lambda n=name, b=both: c.refit(n, b),
+            c.runners.get(name),
+            gpu=True,
+        )
     run("no executorch.exir imported", c.no_exir, et)
 
-    summary = {k: sum(1 for r_ in ROWS if r_["result"] == v) for k, v in
-               (("passed", "PASS"), ("failed", "FAIL"), ("skipped", "SKIP"))}
+    summary = {
+        k: sum(1 for r_ in ROWS if r_["result"] == v)
+        for k, v in (("passed", "PASS"), ("failed", "FAIL"), ("skipped", "SKIP"))
+    }
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     args.json.write_text(json.dumps({"summary": summary, "gpu": State.gpu, "rows": ROWS}, indent=1, default=str))
-    print(f"\ngpu_check: {summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped "
-          f"in {summary['seconds']} s", flush=True)
+    print(
+        f"\ngpu_check: {summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped "
+        f"in {summary['seconds']} s",
+        flush=True,
+    )
     return 1 if summary["failed"] else 0
 
 

@@ -104,10 +104,15 @@ class Call:
         self.call_dir = (args.dir / f"call{self.call}").resolve()
         self.manifest = transport.read_manifest(self.call_dir)
         self.stash = transport.Stash(args.root, self.manifest)
-        self.report: dict = {"call": self.call, "calls": len(self.manifest["calls"]),
-                             "bundle_id": self.manifest["bundle_id"], "local": args.local,
-                             "environment": environment(), "versions": self.manifest.get("versions", {}),
-                             "steps": {}}
+        self.report: dict = {
+            "call": self.call,
+            "calls": len(self.manifest["calls"]),
+            "bundle_id": self.manifest["bundle_id"],
+            "local": args.local,
+            "environment": environment(),
+            "versions": self.manifest.get("versions", {}),
+            "steps": {},
+        }
         self.t0 = time.perf_counter()
 
     @property
@@ -137,8 +142,10 @@ class Call:
             if not here.is_file() or transport.sha256_file(here) != digest:
                 wrong.append(path)
         if wrong:
-            raise StepFailed(f"{len(wrong)} source file(s) differ from the bundle's ({', '.join(wrong[:5])}...): the "
-                             "working tree changed since the bundle was made; run scripts/gpu_check.sh --bundle again")
+            raise StepFailed(
+                f"{len(wrong)} source file(s) differ from the bundle's ({', '.join(wrong[:5])}...): the "
+                "working tree changed since the bundle was made; run scripts/gpu_check.sh --bundle again"
+            )
         shutil.rmtree(self.src, ignore_errors=True)
         for path in self.manifest["sources"]:
             target = self.src / path
@@ -156,10 +163,16 @@ class Call:
         env["MAX_JOBS"] = str(os.cpu_count() or 2)
         with open(log_path, "w") as log:
             try:
-                returncode = run_group([sys.executable, "setup.py", "build_ext", "--inplace"], BUILD_TIMEOUT_S,
-                                       cwd=self.src, env=env, stdout=log, stderr=subprocess.STDOUT)
+                returncode = run_group(
+                    [sys.executable, "setup.py", "build_ext", "--inplace"],
+                    BUILD_TIMEOUT_S,
+                    cwd=self.src,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             except subprocess.TimeoutExpired:
-                raise StepFailed(f"the build took over {BUILD_TIMEOUT_S} s (log: build.log)")
+                raise StepFailed(f"the build took over {BUILD_TIMEOUT_S} s (log: build.log)") from None
         if returncode != 0:
             tail = log_path.read_text(errors="replace").splitlines()[-25:]
             print("\n".join(tail), flush=True)
@@ -172,7 +185,9 @@ class Call:
     def step_tensorrt(self) -> str:
         transport.extract_tar(self.role("tensorrt_python"), self.site)
         libs = unzip_checked(self.role("tensorrt_libs"), self.site, lambda n: n.startswith("tensorrt_rtx_libs/"))
-        bindings = unzip_checked(self.role("tensorrt_bindings"), self.site, lambda n: n.startswith("tensorrt_rtx_bindings/"))
+        bindings = unzip_checked(
+            self.role("tensorrt_bindings"), self.site, lambda n: n.startswith("tensorrt_rtx_bindings/")
+        )
         size = sum((self.site / n).stat().st_size for n in libs + bindings) / transport.MiB
         return f"{len(libs) + len(bindings)} files, {size:.0f} MiB unpacked"
 
@@ -183,15 +198,21 @@ class Call:
 
     def step_check(self) -> str:
         result_path = self.out / "gpu_check.json"
-        cmd = [sys.executable, str(self.src / "scripts" / "gpu_check" / "checks.py"),
-               "--programs", str(self.stash.prefix / "programs"), "--json", str(result_path)]
+        cmd = [
+            sys.executable,
+            str(self.src / "scripts" / "gpu_check" / "checks.py"),
+            "--programs",
+            str(self.stash.prefix / "programs"),
+            "--json",
+            str(result_path),
+        ]
         if not self.args.local:
             cmd.append("--require-gpu")
         env = self.python_env(self.src, self.site)
         try:
             returncode = run_group(cmd, CHECK_TIMEOUT_S, cwd=self.stash.prefix, env=env)
         except subprocess.TimeoutExpired:
-            raise StepFailed(f"the checks took over {CHECK_TIMEOUT_S} s (partial rows in gpu_check.json)")
+            raise StepFailed(f"the checks took over {CHECK_TIMEOUT_S} s (partial rows in gpu_check.json)") from None
         if not result_path.is_file():
             raise StepFailed(f"checks.py exited {returncode} without writing {result_path.name}")
         summary = json.loads(result_path.read_text())["summary"]
@@ -212,7 +233,10 @@ class Call:
         return f"waits for {', '.join(missing)} (a later call)" if missing else ""
 
     def run(self) -> int:
-        say(f"call {self.call} of {len(self.manifest['calls'])}, bundle {self.manifest['bundle_id']}, stash {self.stash.root}")
+        say(
+            f"call {self.call} of {len(self.manifest['calls'])}, bundle {self.manifest['bundle_id']},"
+            f" stash {self.stash.root}"
+        )
         try:
             self.stash.begin(self.call)
             assembled = self.stash.add_call(self.call, self.call_dir)
@@ -228,7 +252,9 @@ class Call:
             self.report["message"] = str(e)
             self.finish()
             return EXIT_TRANSFER
-        say(f"stashed call {self.call} ({time.perf_counter() - self.t0:.1f} s); assembled: {assembled or 'nothing yet'}")
+        say(
+            f"stashed call {self.call} ({time.perf_counter() - self.t0:.1f} s); assembled: {assembled or 'nothing yet'}"
+        )
         failed = False
         for step in STEPS:
             if self.stash.step_done(step):
@@ -261,15 +287,23 @@ class Call:
     def finish(self) -> None:
         self.report["seconds"] = round(time.perf_counter() - self.t0, 1)
         (self.out / f"call{self.call}.json").write_text(json.dumps(self.report, indent=1))
-        say(f"call {self.call}: {self.report['status']} in {self.report['seconds']} s (report: {self.out}/call{self.call}.json)")
+        say(
+            f"call {self.call}: {self.report['status']} in {self.report['seconds']} s"
+            f" (report: {self.out}/call{self.call}.json)"
+        )
         if self.report["status"] == "stashed":
             say(f"NEXT: send call {self.call + 1} now: what this call left here survives only ~30 s")
 
 
 def torch_version() -> str:
     try:
-        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
-                             capture_output=True, text=True, timeout=120, check=False)
+        out = subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         return out.stdout.strip() or out.stderr.strip()[-200:]
     except Exception as e:
         return f"unknown ({e})"
@@ -279,8 +313,12 @@ def environment() -> dict:
     env = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
     smi = shutil.which("nvidia-smi")
     if smi:
-        q = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"],
-                           capture_output=True, text=True, check=False)
+        q = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         env["gpu"] = q.stdout.strip() or q.stderr.strip()
     else:
         env["gpu"] = "none (no nvidia-smi)"

@@ -1,6 +1,6 @@
 """The verdict of ``scripts/gpu_check.sh --local``: every step ran, every CPU row passed, every GPU row skipped.
 
-    python local_verdict.py OUT_DIR     (OUT_DIR holds callN.json and gpu_check.json)
+python local_verdict.py OUT_DIR     (OUT_DIR holds callN.json and gpu_check.json)
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from pathlib import Path
 
 from checks import NO_GPU
 
-CPU_ROWS = ("import et_tensorrt's runtime without executorch.exir", ": blob carries an engine", ": runs, matches eager",
-            "no executorch.exir imported")
+CPU_ROWS = (
+    "import et_tensorrt's runtime without executorch.exir",
+    ": blob carries an engine",
+    ": runs, matches eager",
+    "no executorch.exir imported",
+)
 
 
 def main() -> int:
@@ -42,8 +46,10 @@ def main() -> int:
     if problems:
         print("[local] FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
-    print(f"[local] {len(reports)} calls; {passed} rows passed on the CPU, {skipped} skipped (GPU rows: {NO_GPU}; "
-          "refit: not built, issue 17)")
+    print(
+        f"[local] {len(reports)} calls; {passed} rows passed on the CPU, {skipped} skipped (GPU rows: {NO_GPU}; "
+        "refit: not built, issue 17)"
+    )
     return 0
 
 

@@ -61,7 +61,7 @@ def record_hashes(record_text: str) -> dict[str, str]:
     out = {}
     for row in csv.reader(io.StringIO(record_text)):
         if len(row) >= 2 and row[1].startswith("sha256="):
-            digest = row[1][len("sha256="):]
+            digest = row[1][len("sha256=") :]
             out[row[0]] = base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4)).hex()
     return out
 
@@ -95,8 +95,10 @@ def plan_calls(files: list[tuple[str, int]], tree_bytes: int, limit: int = CALL_
     stays within ``limit``."""
     room = limit - tree_bytes - MANIFEST_RESERVE
     if room < MiB:
-        raise ValueError(f"the working tree ({tree_bytes / MiB:.1f} MiB) leaves no room in a {limit / MiB:.0f} MiB "
-                         "call: ignore or remove large untracked files")
+        raise ValueError(
+            f"the working tree ({tree_bytes / MiB:.1f} MiB) leaves no room in a {limit / MiB:.0f} MiB "
+            "call: ignore or remove large untracked files"
+        )
     calls: list[list[Piece]] = [[]]
     left = room
     for name, size in files:
@@ -226,8 +228,10 @@ class Stash:
         problem = self._missing_before(call)
         if problem:
             self.wipe()
-            raise ColdMachine(f"{problem}; the stash was deleted. Start again with call 1 (the machine went cold "
-                              "between calls, or another bundle was sent)")
+            raise ColdMachine(
+                f"{problem}; the stash was deleted. Start again with call 1 (the machine went cold "
+                "between calls, or another bundle was sent)"
+            )
 
     def _missing_before(self, call: int) -> str:
         state = self._state()

@@ -66,7 +66,7 @@ def _torchvision_ops_load() -> bool:
     except (OSError, RuntimeError):
         return False
     try:  # a library that loads without registering its ops (a stub, another build) counts as not loading
-        torch.ops.torchvision.nms.default
+        torch.ops.torchvision.nms.default  # noqa: B018 - the lookup raises when the op is not registered
         return True
     except (AttributeError, RuntimeError):
         return False

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import struct
 
+import blob_fixtures as fx
 import pytest
 import torch
-
-import blob_fixtures as fx
 
 from et_tensorrt import blob as B
 from et_tensorrt.errors import BlobFormatError
@@ -54,7 +53,8 @@ def test_weights_table_is_the_documented_one():
     assert data[off + offset : off + offset + nbytes] == fx.WEIGHTS[0].tensor.numpy().tobytes()
     parsed = B.read_blob(data)
     assert [(w.name, w.kind, w.sizes, w.strides) for w in parsed.weights] == [
-        (w.name, w.kind, tuple(w.tensor.shape), tuple(w.tensor.stride())) for w in fx.WEIGHTS]
+        (w.name, w.kind, tuple(w.tensor.shape), tuple(w.tensor.stride())) for w in fx.WEIGHTS
+    ]
     assert parsed.weights[2].persistent and parsed.weights[2].strides == (1, 3)  # a transposed buffer keeps its strides
     assert all(w.offset % 64 == 0 for w in parsed.weights)
 
@@ -115,6 +115,7 @@ def test_writer_refuses_what_readers_reject():
     assert B.device_code("cuda:3") == (1, 3) and B.device_code("cpu") == (0, 0)
     assert B.scalar_type_code("torch.bfloat16") == 15 and B.scalar_type_code(torch.complex64) == 9
     assert B.scalar_type_dtype(15) is torch.bfloat16
+
 
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)

@@ -1,64 +1,236 @@
-"""The engine build cache: re-lowering an unchanged model rebuilds nothing; settings change the key."""
+"""The build cache, keyed before the ONNX export: a hit skips export, validation and build and writes the
+same blob; every input of the key invalidates it; corrupt entries are misses; the folder stays bounded."""
 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
+import pytest
 import torch
 
+from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
+from et_tensorrt import trt
 from et_tensorrt.backend import build_cache, preprocess
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
+# METADATA that says how this blob was made (timings, cache outcome), not what it holds.
+_HOW_MADE = {"onnx_seconds", "build_seconds", "cache", "cache_seconds"}
+
 
 class Small(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, act=torch.tanh):
         super().__init__()
         self.fc = torch.nn.Linear(6, 3)
+        self.act = act
 
     def forward(self, x):
-        return torch.tanh(self.fc(x))
+        return self.act(self.fc(x))
 
 
-def test_second_lowering_is_a_cache_hit(tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(tmp_path / "engines"))
-    torch.manual_seed(0)
-    model = Small()
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "engines"
+    monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(folder))
+    monkeypatch.delenv(build_cache.ENV_CACHE_MAX_BYTES, raising=False)
+    return folder
+
+
+def _model(seed=0, act=torch.tanh):
+    torch.manual_seed(seed)
+    return Small(act).eval()
+
+
+def lower(model, args, dynamic_shapes=None, options=None) -> Tester:
+    return Tester(model, args, dynamic_shapes).lower_with(SplitPartitioner(options))
+
+
+def _one(tester: Tester):
+    [(blob, part)] = tester.lowered_blobs()
+    return blob, part
+
+
+def _counts():
+    return preprocess.stats["built"], preprocess.stats["cache_hits"]
+
+
+def test_a_hit_skips_onnx_export_and_build_and_writes_the_same_blob(cache, monkeypatch, caplog):
     args = (torch.randn(2, 6),)
-    built, hits = preprocess.stats["built"], preprocess.stats["cache_hits"]
-    with caplog.at_level(logging.INFO, logger="et_tensorrt"):
-        [(first, part)] = Tester(model, args).lower_with(SplitPartitioner()).lowered_blobs()
-    assert (preprocess.stats["built"], preprocess.stats["cache_hits"]) == (built + 1, hits)
-    assert len(list((tmp_path / "engines").glob("*.engine"))) == 1
-    assert any("engine 1/1:" in r.getMessage() and "KiB" in r.getMessage() for r in caplog.records)
+    built, hits = _counts()
+    first, part = _one(lower(_model(), args))
+    assert _counts() == (built + 1, hits)
+    assert first.metadata["cache"] == "miss" and first.metadata["onnx_seconds"] >= 0
+    assert len(list(cache.glob(f"*{build_cache.SUFFIX}"))) == 1
 
-    caplog.clear()
+    def no_export(*a, **k):
+        raise AssertionError("a cache hit must not export ONNX")
+
+    monkeypatch.setattr(preprocess, "export_onnx", no_export)
+    monkeypatch.setattr(preprocess, "build_engine", no_export)
+    monkeypatch.setattr(preprocess, "validate_onnx", no_export)
     with caplog.at_level(logging.INFO, logger="et_tensorrt"):
-        [(second, _)] = Tester(model, args).lower_with(SplitPartitioner()).lowered_blobs()
-    assert (preprocess.stats["built"], preprocess.stats["cache_hits"]) == (built + 1, hits + 1)
-    assert any("cache hit" in r.getMessage() for r in caplog.records)
-    assert second.engine == first.engine
-    assert second.metadata["engine_cache_key"] == first.metadata["engine_cache_key"]
+        second, _ = _one(lower(_model(), args))
+    assert _counts() == (built + 1, hits + 1)
+    assert any("from the build cache" in r.getMessage() for r in caplog.records)
+    assert second.metadata["cache"] == "hit" and "onnx_seconds" not in second.metadata
+    # the same blob: I/O table, engine, program and every recorded fact but how it was made
+    assert (second.io, second.engine, second.graph, second.weights) == (
+        first.io,
+        first.engine,
+        first.graph,
+        first.weights,
+    )
+    strip = lambda m: {k: v for k, v in m.items() if k not in _HOW_MADE}  # noqa: E731
+    assert strip(second.metadata) == strip(first.metadata)
+    assert second.metadata["validation_max_abs_error"] == first.metadata["validation_max_abs_error"]
     check_blob(second, part)
 
-    # other builder settings -> another key -> a real build (also: fp16 and explicit target archs build)
-    fp16 = SplitPartitioner({cs.PRECISION: "fp16", cs.TARGET_ARCHS: "sm80,sm86"})
-    [(third, part3)] = Tester(model, args).lower_with(fp16).lowered_blobs()
-    assert preprocess.stats["built"] == built + 2
-    assert third.metadata["engine_cache_key"] != first.metadata["engine_cache_key"]
-    assert third.metadata["precision"] == "fp16" and third.metadata["target_archs"] == ["sm80", "sm86"]
-    check_blob(third, part3)
-    assert third.inputs[0].dtype == first.inputs[0].dtype == 6  # I/O stays fp32; compute is fp16
+
+def test_cache_off_neither_reads_nor_writes(cache):
+    args = (torch.randn(2, 6),)
+    blob, _ = _one(lower(_model(), args, options={cs.CACHE: False}))
+    assert blob.metadata["cache"] == "off" and "engine_cache_key" not in blob.metadata
+    assert not cache.exists() or not list(cache.iterdir())
 
 
-def test_cache_key_covers_inputs():
-    k = build_cache.cache_key(b"onnx", {"precision": "fp32"}, "tensorrt_rtx", "1.7")
-    assert k == build_cache.cache_key(b"onnx", {"precision": "fp32"}, "tensorrt_rtx", "1.7")
-    assert k != build_cache.cache_key(b"onnx2", {"precision": "fp32"}, "tensorrt_rtx", "1.7")
-    assert k != build_cache.cache_key(b"onnx", {"precision": "fp16"}, "tensorrt_rtx", "1.7")
-    assert k != build_cache.cache_key(b"onnx", {"precision": "fp32"}, "tensorrt", "1.7")
-    assert k != build_cache.cache_key(b"onnx", {"precision": "fp32"}, "tensorrt_rtx", "1.8")
+# Each changes one input of the key; the baseline is _model(0) on a static [4, 6] input, fp32, default targets.
+_CHANGES = {
+    "graph": [{"model": lambda: _model(act=torch.sigmoid)}],
+    "weights": [{"model": lambda: _model(seed=1)}],
+    "dim range": [
+        {"dynamic_shapes": lambda: ({0: torch.export.Dim("b", min=1, max=8)},)},
+        {"dynamic_shapes": lambda: ({0: torch.export.Dim("b", min=1, max=16)},)},
+    ],
+    "precision": [{"options": {cs.PRECISION: "fp16"}}],
+    "target archs": [{"options": {cs.TARGET_ARCHS: "sm86"}}, {"options": {cs.TARGET_ARCHS: "sm89"}}],
+    "trt version": [{"trt_version": "0.0.1-other"}],
+}
+
+
+@pytest.mark.parametrize("change", list(_CHANGES))
+def test_every_key_input_invalidates(change, cache, monkeypatch):
+    args = (torch.randn(4, 6),)
+    baseline, _ = _one(lower(_model(), args))
+    again, _ = _one(lower(_model(), args))
+    assert (baseline.metadata["cache"], again.metadata["cache"]) == ("miss", "hit")
+
+    keys = {baseline.metadata["engine_cache_key"]}
+    for spec in _CHANGES[change]:
+        if "trt_version" in spec:
+            monkeypatch.setattr(trt, "version", lambda version=spec["trt_version"]: version)
+        built, hits = _counts()
+        model = spec.get("model", _model)()
+        dynamic = spec.get("dynamic_shapes", lambda: None)()
+        changed, part = _one(lower(model, args, dynamic_shapes=dynamic, options=spec.get("options")))
+        assert changed.metadata["cache"] == "miss", (change, spec)
+        assert _counts() == (built + 1, hits), (change, spec)
+        keys.add(changed.metadata["engine_cache_key"])
+        check_blob(changed, part)
+    assert len(keys) == 1 + len(_CHANGES[change])
+    assert len(list(cache.glob(f"*{build_cache.SUFFIX}"))) == len(keys)
+
+
+def test_a_lowering_that_asks_for_validation_does_not_take_an_unvalidated_entry(cache):
+    args = (torch.randn(2, 6),)
+    unchecked, _ = _one(lower(_model(), args, options={cs.VALIDATE: False}))
+    assert "validation_max_abs_error" not in unchecked.metadata
+    built, _ = _counts()
+    checked, _ = _one(lower(_model(), args))  # the test partitioner validates by default
+    assert checked.metadata["cache"] == "miss" and _counts()[0] == built + 1
+    assert "validation_max_abs_error" in checked.metadata
+    again, _ = _one(lower(_model(), args, options={cs.VALIDATE: False}))
+    assert again.metadata["cache"] == "hit" and "validation_max_abs_error" not in again.metadata
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte", "garbage"])
+def test_a_corrupt_entry_is_a_miss_and_is_replaced(damage, cache, caplog):
+    args = (torch.randn(2, 6),)
+    first, _ = _one(lower(_model(), args))
+    [path] = cache.glob(f"*{build_cache.SUFFIX}")
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped byte":
+        data[-100] ^= 0xFF  # inside the engine: only the checksum can tell
+    else:
+        data = bytearray(b"not a cache entry")
+    path.write_bytes(bytes(data))
+    corrupt = build_cache.stats["corrupt"]
+    with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
+        second, _ = _one(lower(_model(), args))
+    assert build_cache.stats["corrupt"] == corrupt + 1
+    assert any("build cache: removing" in r.getMessage() for r in caplog.records)
+    assert second.metadata["cache"] == "miss" and second.engine == first.engine
+    third, _ = _one(lower(_model(), args))
+    assert third.metadata["cache"] == "hit"
+
+
+def test_recording_for_check_exports_the_onnx_and_keeps_the_hit_only_if_it_is_the_same(cache, monkeypatch):
+    args = (torch.randn(2, 6),)
+    _one(lower(_model(), args))
+    with preprocess.record_exports() as exports:
+        blob, _ = _one(lower(_model(), args))
+    assert blob.metadata["cache"] == "hit"
+    (recorded,) = exports.values()
+    assert recorded.export.model_bytes[:2]  # the ONNX check runs has been exported
+
+    real = preprocess.export_onnx
+
+    def other_onnx(*a, **k):  # an exporter that no longer writes the bytes the engine was built from
+        import onnx
+
+        export = real(*a, **k)
+        model = onnx.load_from_string(export.model_bytes)
+        model.producer_version += "-other"
+        export.model_bytes = model.SerializeToString()
+        return export
+
+    monkeypatch.setattr(preprocess, "export_onnx", other_onnx)
+    built, _ = _counts()
+    with preprocess.record_exports() as exports:
+        rebuilt, _ = _one(lower(_model(), args))
+    assert rebuilt.metadata["cache"] == "miss" and _counts()[0] == built + 1
+    (recorded,) = exports.values()
+    assert b"-other" in recorded.export.model_bytes  # check runs the ONNX this engine was built from
+
+
+def _entry(key: str, size: int) -> build_cache.Entry:
+    io = [B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange.static(2),))]
+    return build_cache.Entry(key=key, engine=os.urandom(size), io=io, info={"label": key[:4]})
+
+
+def test_lru_eviction_keeps_the_folder_under_its_limit(cache, monkeypatch):
+    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "4K")  # three entries of ~1.2 KB fit, four do not
+    assert build_cache.max_bytes() == 4096
+    keys = [f"{i:064x}" for i in range(4)]
+    for i, key in enumerate(keys[:3]):
+        assert build_cache.store(_entry(key, 800))
+        os.utime(cache / f"{key}{build_cache.SUFFIX}", (1000 + i, 1000 + i))  # an LRU order to test
+    assert build_cache.load(keys[0]) is not None  # a hit makes keys[0] the most recently used
+    assert build_cache.store(_entry(keys[3], 800))  # over the limit: keys[1], the least recently used, goes
+    assert {e.key for e in build_cache.entries()} == {keys[0], keys[2], keys[3]}
+    assert build_cache.total_bytes() <= 4096
+    assert not build_cache.store(_entry("f" * 64, 5000))  # larger than the whole limit: not stored
+    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "0")
+    assert not build_cache.store(_entry("e" * 64, 10))
+
+
+@pytest.mark.parametrize(
+    "text, value", [("1000", 1000), ("2k", 2048), ("3 MiB", 3 * 2**20), ("1G", 2**30), ("0", 0), ("", None)]
+)
+def test_max_bytes_from_the_environment(text, value, monkeypatch):
+    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, text)
+    assert build_cache.max_bytes() == (build_cache.DEFAULT_MAX_BYTES if value is None else value)
+
+
+def test_an_unreadable_limit_is_one_clear_error(monkeypatch):
+    from et_tensorrt.errors import OptionError
+
+    monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "lots")
+    with pytest.raises(OptionError, match="ET_TENSORRT_CACHE_MAX_BYTES='lots' is not a size"):
+        build_cache.max_bytes()
 
 
 def test_default_cache_dir(monkeypatch):
@@ -66,3 +238,12 @@ def test_default_cache_dir(monkeypatch):
     assert build_cache.cache_dir() == Path.home() / ".cache" / "et_tensorrt" / "engines"
     monkeypatch.setenv(build_cache.ENV_CACHE_DIR, "/tmp/x")
     assert build_cache.cache_dir() == Path("/tmp/x")
+
+
+def test_clear_removes_entries_legacy_files_and_temp_files(cache):
+    build_cache.store(_entry("a" * 64, 100))
+    (cache / ("b" * 64 + ".engine")).write_bytes(b"old engine")
+    (cache / ".tmp-dead.etrc").write_bytes(b"partial")
+    (cache / "notes.txt").write_text("not ours")
+    assert build_cache.clear()[0] == 3
+    assert [p.name for p in cache.iterdir()] == ["notes.txt"]

@@ -58,9 +58,11 @@ def test_a_program_exported_on_cuda_lowers_with_its_real_weights():
     fake_weights = dict(program.state_dict)
     weights = real.state_dict()
     for name in program.state_dict:
-        program.state_dict[name] = torch.nn.Parameter(weights[name].clone(), requires_grad=False) if isinstance(
-            program.state_dict[name], torch.nn.Parameter
-        ) else weights[name].clone()
+        program.state_dict[name] = (
+            torch.nn.Parameter(weights[name].clone(), requires_grad=False)
+            if isinstance(program.state_dict[name], torch.nn.Parameter)
+            else weights[name].clone()
+        )
 
     partitioner = et_tensorrt.TensorRTPartitioner(min_block_size=1, compile_specs={cs.VALIDATE: True})
     with warnings.catch_warnings():

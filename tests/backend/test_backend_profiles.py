@@ -25,7 +25,8 @@ class Two(torch.nn.Module):
 def _export(min_batch=1):
     batch = Dim("batch", min=min_batch, max=64)
     return torch.export.export(
-        Two(), (torch.randn(4, 3), torch.randn(4, 16)),
+        Two(),
+        (torch.randn(4, 3), torch.randn(4, 16)),
         dynamic_shapes=({0: batch}, {0: batch, 1: Dim("seq", min=1, max=128)}),
     )
 
@@ -142,8 +143,9 @@ def test_opt_sizes_build_one_profile_each_and_the_table_holds_their_union():
     import et_tensorrt
     from et_tensorrt import blob as B
 
-    ep = torch.export.export(ConvHead().eval(), (torch.randn(2, 3, 8, 8),),
-                             dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
+    ep = torch.export.export(
+        ConvHead().eval(), (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: Dim("batch", min=1, max=64)},)
+    )
     partitioner = et_tensorrt.TensorRTPartitioner(min_block_size=1, opt_sizes={"batch": [1, 64]})
     blob = _blob(to_edge_transform_and_lower(ep, partitioner=[partitioner]))
     assert blob.engine is not None

@@ -64,7 +64,9 @@ def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
     before = preprocess.stats["fallbacks"]
     model = Mlp().eval()
     with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
-        tester = Tester(model, (torch.randn(4, 3),)).lower_with(SplitPartitioner({cs.PASS_THROUGH_BUILD_FAILURES: False}))
+        tester = Tester(model, (torch.randn(4, 3),)).lower_with(
+            SplitPartitioner({cs.PASS_THROUGH_BUILD_FAILURES: False})
+        )
     assert preprocess.stats["fallbacks"] == before + 1
     assert any("left to the host" in r.getMessage() and "simulated" in r.getMessage() for r in caplog.records)
     [(blob, partition)] = tester.lowered_blobs()

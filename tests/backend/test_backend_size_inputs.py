@@ -48,14 +48,19 @@ def _partition(edge):
 
 
 def test_a_size_the_engine_can_compute_is_an_unbound_argument():
-    edge, report = _lower(HostThenView(), (torch.randn(4, 3),), ({0: Dim("batch", min=1, max=32)},),
-                          ["aten.relu.default"])
+    edge, report = _lower(
+        HostThenView(), (torch.randn(4, 3),), ({0: Dim("batch", min=1, max=32)},), ["aten.relu.default"]
+    )
     # the size query stays on the host (the partition does not take x), the view and the math do not
     assert {n: r.code for n, r in report.host_nodes.items()} == {
-        "sym_size": "symbolic-boundary", "aten_relu_default": "user:torch_executed_ops"}
+        "sym_size": "symbolic-boundary",
+        "aten_relu_default": "user:torch_executed_ops",
+    }
     blob, partition = _partition(edge)
     [size, tensor] = blob.inputs
-    assert size.is_size and size.name == "" and size.dims == (B.DimRange(1, 4, 32),)  # the batch: the product is computed inside
+    assert (
+        size.is_size and size.name == "" and size.dims == (B.DimRange(1, 4, 32),)
+    )  # the batch: the product is computed inside
     assert tensor.role == B.ROLE_INPUT and tensor.dims[0] == B.DimRange(1, 4, 32)
     program, kept = engine_program(edge_to_aten(partition))
     assert kept == [] and [n.name for n in user_input_nodes(program)] == [partition.graph_signature.user_inputs[1]]
@@ -64,8 +69,14 @@ def test_a_size_the_engine_can_compute_is_an_unbound_argument():
 
 def test_the_program_runs_at_every_size_with_the_size_passed_in():
     model = HostThenView()
-    pte = et_tensorrt.lower(model, (torch.randn(4, 3),), dynamic_shapes=({0: Dim("batch", min=1, max=32)},),
-                            min_block_size=1, torch_executed_ops=["aten.relu.default"], validate=True)
+    pte = et_tensorrt.lower(
+        model,
+        (torch.randn(4, 3),),
+        dynamic_shapes=({0: Dim("batch", min=1, max=32)},),
+        min_block_size=1,
+        torch_executed_ops=["aten.relu.default"],
+        validate=True,
+    )
     runner = et_tensorrt.Runner(pte)
     for n in (1, 2, 7, 32):
         x = torch.randn(n, 3)
@@ -77,17 +88,22 @@ def test_the_program_runs_at_every_size_with_the_size_passed_in():
 
 
 def test_a_size_no_tensor_input_carries_is_a_shape_input_of_the_engine():
-    edge, report = _lower(SizeOnly(), (torch.randn(5, 3), torch.randn(1, 4)), ({0: Dim("n", min=1, max=64)}, None),
-                          [])
+    edge, report = _lower(SizeOnly(), (torch.randn(5, 3), torch.randn(1, 4)), ({0: Dim("n", min=1, max=64)}, None), [])
     blob, _ = _partition(edge)
     [size] = [e for e in blob.inputs if e.is_size]
     [y] = [e for e in blob.inputs if not e.is_size]
     assert size.name and size.dims == (B.DimRange(1, 5, 64),)
     assert y.dims == (B.DimRange.static(1), B.DimRange.static(4))
     assert blob.engine is not None  # TensorRT took the 0-d int64 as a shape input with its value range
-    runner = et_tensorrt.Runner(et_tensorrt.lower(SizeOnly(), (torch.randn(5, 3), torch.randn(1, 4)),
-                                                  dynamic_shapes=({0: Dim("n", min=1, max=64)}, None),
-                                                  min_block_size=1, validate=True))
+    runner = et_tensorrt.Runner(
+        et_tensorrt.lower(
+            SizeOnly(),
+            (torch.randn(5, 3), torch.randn(1, 4)),
+            dynamic_shapes=({0: Dim("n", min=1, max=64)}, None),
+            min_block_size=1,
+            validate=True,
+        )
+    )
     for n in (1, 9, 64):
         x, y = torch.randn(n, 3), torch.randn(1, 4)
         [got] = runner.run([x, y])
@@ -96,7 +112,10 @@ def test_a_size_no_tensor_input_carries_is_a_shape_input_of_the_engine():
         runner.run([torch.randn(65, 3), torch.randn(1, 4)])
 
 
-def _size_blob(name="n", dims=(B.DimRange(1, 4, 8),)) -> bytes:
+_SIZE_DIMS = (B.DimRange(1, 4, 8),)
+
+
+def _size_blob(name="n", dims=_SIZE_DIMS) -> bytes:
     io = [
         B.IOEntry(B.ROLE_SIZE, name, B.scalar_type_code(torch.int64), dims),
         B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange(1, 4, 8),)),
@@ -111,7 +130,9 @@ def test_size_entries_round_trip_in_both_readers():
     assert [e.role for e in blob.inputs] == [B.ROLE_SIZE, B.ROLE_INPUT]
     parsed = _C.parse_blob(data)
     assert [(i["role"], i["name"], i["dims"]) for i in parsed["inputs"]] == [
-        ("size", "n", [(1, 4, 8)]), ("input", "x", [(1, 4, 8)])]
+        ("size", "n", [(1, 4, 8)]),
+        ("input", "x", [(1, 4, 8)]),
+    ]
 
 
 def test_a_size_entry_must_hold_exactly_its_value_range():
@@ -128,8 +149,9 @@ def test_the_plan_passes_sizes_by_value_and_checks_their_range():
     assert plan.ok and plan.inputs[0].action == "value" and plan.inputs[0].bytes == 0
     plan = _C.plan_placement(data, [9, et_tensorrt.describe(x)], [et_tensorrt.describe(out)], cpu, "pytorch", False)
     assert not plan.ok and "size 9 outside the engine's range (1..8,)" in plan.inputs[0].reason
-    plan = _C.plan_placement(data, [et_tensorrt.describe(x), et_tensorrt.describe(x)], [et_tensorrt.describe(out)],
-                             cpu, "pytorch", False)
+    plan = _C.plan_placement(
+        data, [et_tensorrt.describe(x), et_tensorrt.describe(x)], [et_tensorrt.describe(out)], cpu, "pytorch", False
+    )
     assert not plan.ok and "a tensor where the partition takes a size" in plan.inputs[0].reason
     plan = _C.plan_placement(data, [5, 4], [et_tensorrt.describe(out)], cpu, "pytorch", False)
     assert not plan.ok and "where the engine takes a tensor" in plan.inputs[1].reason
@@ -138,19 +160,33 @@ def test_the_plan_passes_sizes_by_value_and_checks_their_range():
 def test_a_size_shape_input_gets_its_value_range_in_every_profile():
     """A 0-d int64 input that sets a shape is a TensorRT shape input: its profile holds values, not dims."""
     graph = helper.make_graph(
-        [helper.make_node("Unsqueeze", ["n", "axes"], ["shape"]),
-         helper.make_node("Concat", ["shape", "four"], ["target"], axis=0),
-         helper.make_node("Expand", ["y", "target"], ["out"])],
+        [
+            helper.make_node("Unsqueeze", ["n", "axes"], ["shape"]),
+            helper.make_node("Concat", ["shape", "four"], ["target"], axis=0),
+            helper.make_node("Expand", ["y", "target"], ["out"]),
+        ],
         "expand",
-        [helper.make_tensor_value_info("n", TensorProto.INT64, []),
-         helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [
+            helper.make_tensor_value_info("n", TensorProto.INT64, []),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4]),
+        ],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 4])],
-        [helper.make_tensor("axes", TensorProto.INT64, [1], [0]), helper.make_tensor("four", TensorProto.INT64, [1], [4])],
+        [
+            helper.make_tensor("axes", TensorProto.INT64, [1], [0]),
+            helper.make_tensor("four", TensorProto.INT64, [1], [4]),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     static = (B.DimRange.static(1), B.DimRange.static(4))
-    size = TensorInfo("n", torch.int64, torch.device("cpu"), (), (B.DimRange(1, 8, 64),),
-                      (B.DimRange(1, 1, 8), B.DimRange(9, 64, 64)), B.DimRange(1, 8, 64))
+    size = TensorInfo(
+        "n",
+        torch.int64,
+        torch.device("cpu"),
+        (),
+        (B.DimRange(1, 8, 64),),
+        (B.DimRange(1, 1, 8), B.DimRange(9, 64, 64)),
+        B.DimRange(1, 8, 64),
+    )
     y = TensorInfo("y", torch.float32, torch.device("cuda:0"), static, static, (static, static))
     out = TensorInfo("out", torch.float32, torch.device("cuda:0"), (B.DimRange(1, 8, 64), static[1]), ())
     export = OnnxExport(model.SerializeToString(), 18, [size, y], [out])

@@ -43,9 +43,9 @@ def test_a_partition_pytorch_cannot_run_on_random_inputs_is_reported_and_still_b
     args = (torch.randn(5, 8), torch.tensor([-5, -3]))
     with caplog.at_level(logging.WARNING, logger="et_tensorrt"):
         pte = et_tensorrt.lower(ShiftedIndex(), args, min_block_size=1, validate=True)
-    assert any("ONNX not validated" in r.getMessage() and "PyTorch cannot run" in r.getMessage() for r in caplog.records), [
-        r.getMessage() for r in caplog.records
-    ]
+    assert any(
+        "ONNX not validated" in r.getMessage() and "PyTorch cannot run" in r.getMessage() for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
     torch.testing.assert_close(et_tensorrt.Runner(pte).run(list(args))[0], ShiftedIndex()(*args))
 
 
@@ -100,4 +100,3 @@ def test_infinite_outputs_record_a_finite_error():
     (blob,) = [d.blob for d in et_tensorrt.inspection.inspect_bytes(pte).method("forward").delegates if d.ours]
     errors = blob.metadata["validation_max_abs_error"]
     assert len(errors) == 2 and all(0.0 <= e < 1e-5 for e in errors.values()), errors  # -inf - -inf is not NaN
-

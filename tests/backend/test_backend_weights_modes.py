@@ -137,8 +137,11 @@ def test_derivation_verifies_byte_for_byte(model, precision):
     # Recipes as encoded (RAW offsets assigned), rebuilt and compared with the ONNX model's bytes.
     verify_refit_map(export.model_bytes, plan.entries, tensors, payload)
     if precision == "fp16":
-        assert all(any(s.op == rm.CAST for s in e.steps) for e in entries.values()
-                   if rm.rebuild(e, tensors, payload).dtype == torch.float16)
+        assert all(
+            any(s.op == rm.CAST for s in e.steps)
+            for e in entries.values()
+            if rm.rebuild(e, tensors, payload).dtype == torch.float16
+        )
 
 
 def test_a_wrong_recipe_fails_loudly(model):
@@ -263,7 +266,9 @@ def _with_refit_map(blob_bytes: bytes, payload: bytes) -> bytes:
 
 def _entry(name: str, steps: bytes, nsteps: int, sizes=(2,), dtype=6) -> bytes:
     n = name.encode()
-    return struct.pack("<HBBHH", len(n), dtype, len(sizes), nsteps, 0) + n + struct.pack(f"<{len(sizes)}q", *sizes) + steps
+    return (
+        struct.pack("<HBBHH", len(n), dtype, len(sizes), nsteps, 0) + n + struct.pack(f"<{len(sizes)}q", *sizes) + steps
+    )
 
 
 @pytest.mark.parametrize(
@@ -271,8 +276,11 @@ def _entry(name: str, steps: bytes, nsteps: int, sizes=(2,), dtype=6) -> bytes:
     [
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBH", 9, 0, 0), 1), "unknown operation 9"),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHI", 1, 0, 0, 999), 1), "names WEIGHTS entry 999"),
-        (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHI", 1, 0, 0, 0) + struct.pack("<BBH2q", 4, 2, 0, 0, 0), 2),
-         "not a permutation"),
+        (
+            struct.pack("<II", 1, 0)
+            + _entry("w", struct.pack("<BBHI", 1, 0, 0, 0) + struct.pack("<BBH2q", 4, 2, 0, 0, 0), 2),
+            "not a permutation",
+        ),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHQQ", 2, 0, 0, 4096, 8), 1), "outside the section"),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBH", 3, 6, 0), 1), "has no tensor to work on"),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHI", 1, 0, 0, 0) * 2, 2), "leaves 2 tensors"),

@@ -41,9 +41,13 @@ def test_demo_lowers_runs_and_checks(demo):
     # explain reports the program lowering partitions (the edge program): .to("cpu") is a _to_dim_order_copy
     assert re.search(
         r"^dim_order_ops__to_dim_order_copy_default\s+dim_order_ops\._to_dim_order_copy\.default\s+cpu\s*\n"
-        r"\s+host: cast:device-change \(cuda:0 -> cpu\)$", out, re.M
+        r"\s+host: cast:device-change \(cuda:0 -> cpu\)$",
+        out,
+        re.M,
     )
-    assert re.search(r"^aten_sigmoid_default\s+aten\.sigmoid\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M)
+    assert re.search(
+        r"^aten_sigmoid_default\s+aten\.sigmoid\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M
+    )
     # cumsum is in the supported table: only torch_executed_ops keeps it on the host
     assert re.search(r"^aten_cumsum_default\s+aten\.cumsum\.default\s+cpu\s+host: user:torch_executed_ops$", out, re.M)
     assert re.search(r"\[et_tensorrt\] engine 1/1: \d+ nodes, onnx", out)

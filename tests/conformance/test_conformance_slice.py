@@ -16,7 +16,6 @@ skipped conformance check is worse than none.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -54,11 +53,23 @@ def test_backend_suite_slice(tmp_path):
     assert os.path.isdir(os.path.join(suite, "operators")), f"no backend test suite at {suite}"
     report_path = tmp_path / "slice.json"
     cmd = [
-        sys.executable, "-m", "pytest", "-c", os.devnull, f"--rootdir={suite}",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-c",
+        os.devnull,
+        f"--rootdir={suite}",
         *(os.path.join(suite, "operators", item) for item in SLICE),
-        "-p", "et_tensorrt.conformance.pytest_plugin", "-m", f"flow_{FLOW}",
-        "-p", "no:cacheprovider", "-q", "--tb=native",
-        "--json-report", f"--json-report-file={report_path}",
+        "-p",
+        "et_tensorrt.conformance.pytest_plugin",
+        "-m",
+        f"flow_{FLOW}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--tb=native",
+        "--json-report",
+        f"--json-report-file={report_path}",
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     env["ET_TENSORRT_CACHE_DIR"] = str(tmp_path / "engines")  # really build the engines
@@ -81,7 +92,6 @@ def test_backend_suite_slice(tmp_path):
     )
     assert row.delegated_skip == 0, summarize_suite.details([row])
     assert row.delegated_pass >= MIN_DELEGATED_PASSES, (
-        f"only {row.delegated_pass} delegated passes (< {MIN_DELEGATED_PASSES}):\n"
-        f"{summarize_suite.table([row])}"
+        f"only {row.delegated_pass} delegated passes (< {MIN_DELEGATED_PASSES}):\n{summarize_suite.table([row])}"
     )
     assert proc.returncode == 0, tail

@@ -26,8 +26,19 @@ def zoo(tmp_path_factory):
     out = tmp_path_factory.mktemp("zoo") / "zoo.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench_models.py"), "--rows", "gpt2", "--static-only", "--json", str(out)],
-        env=env, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_models.py"),
+            "--rows",
+            "gpt2",
+            "--static-only",
+            "--json",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert out.exists(), proc.stderr[-3000:]
     results = {r["backend"]: r for r in json.loads(out.read_text())["results"]}

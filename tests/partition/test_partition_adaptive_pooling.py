@@ -36,5 +36,7 @@ def test_adaptive_pooling_decisions_name_the_limit():
     }
     delegated = {name for names in report.partitions.values() for name in names}
     assert {
-        "aten__adaptive_avg_pool2d_default", "aten__adaptive_avg_pool2d_default_1", "aten_adaptive_max_pool2d_default"
+        "aten__adaptive_avg_pool2d_default",
+        "aten__adaptive_avg_pool2d_default_1",
+        "aten_adaptive_max_pool2d_default",
     } <= delegated

@@ -23,7 +23,9 @@ def test_float64_refused(fake_edge, partition_recording):
     report = partitioner.report
     assert report.partitions == {"et_tensorrt_0": ("aten_relu_default", "aten_mul_tensor")}
     assert {n: str(r) for n, r in report.host_nodes.items()} == {
-        "dim_order_ops__to_dim_order_copy_default": "dtype:float64 (dim_order_ops__to_dim_order_copy_default is torch.float64)",
+        "dim_order_ops__to_dim_order_copy_default": (
+            "dtype:float64 (dim_order_ops__to_dim_order_copy_default is torch.float64)"
+        ),
         "aten_sin_default": "dtype:float64 (aten_sin_default is torch.float64)",
     }
     assert warnings == []  # a dtype refusal drops no device

@@ -1,12 +1,10 @@
 """require_full_compilation=True raises PartitionError listing every refused node and its reason."""
 
 import pytest
-import torch
+from models import HostBranch, seed_inputs
 
 from et_tensorrt.errors import PartitionError
 from et_tensorrt.partition import TensorRTPartitioner, explain
-
-from models import HostBranch, seed_inputs
 
 
 def test_raises_with_every_refusal(fake_edge, tagged):

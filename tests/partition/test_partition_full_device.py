@@ -29,14 +29,23 @@ def test_one_partition_everything_delegated(fake_edge, partition_recording, tagg
     assert partitioner.report.host_nodes == {}
     assert partitioner.report.partitions == {
         "et_tensorrt_0": (
-            "aten_permute_copy_default", "aten_addmm_default", "aten_relu_default",
-            "aten_mul_tensor", "aten__softmax_default",
+            "aten_permute_copy_default",
+            "aten_addmm_default",
+            "aten_relu_default",
+            "aten_mul_tensor",
+            "aten__softmax_default",
         )
     }
     assert tagged(result.tagged_exported_program) == {
         name: "et_tensorrt_0"
         for name in (
-            "p_weight", "p_bias", "_lifted_tensor_constant0", "aten_permute_copy_default",
-            "aten_addmm_default", "aten_relu_default", "aten_mul_tensor", "aten__softmax_default",
+            "p_weight",
+            "p_bias",
+            "_lifted_tensor_constant0",
+            "aten_permute_copy_default",
+            "aten_addmm_default",
+            "aten_relu_default",
+            "aten_mul_tensor",
+            "aten__softmax_default",
         )
     }

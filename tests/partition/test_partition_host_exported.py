@@ -37,7 +37,5 @@ def test_unsupported_op_still_refused_when_unplaced():
     assert str(report.host_nodes["aten_nonzero_default"]) == "unsupported-op (aten.nonzero.default)"
     # The rest of the refusals are export's symbolic-size checks on nonzero's output (not tensors).
     assert report.host_nodes["sym_size"].code == "min_block_size"  # plumbing alone: dropped
-    assert all(
-        not n.startswith("aten_") for n in report.host_nodes if n != "aten_nonzero_default"
-    )
+    assert all(not n.startswith("aten_") for n in report.host_nodes if n != "aten_nonzero_default")
     assert report.partitions == {"et_tensorrt_0": ("aten_relu_default", "aten_mul_tensor")}

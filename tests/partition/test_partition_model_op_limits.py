@@ -53,8 +53,13 @@ class IndexPutLimits(torch.nn.Module):
 
 
 def test_index_put_limits():
-    args = (torch.randn(4, 3), torch.zeros(4, 3, dtype=torch.int64), torch.tensor([0, 2]), torch.rand(4, 3) > 0.5,
-            torch.randn(12))
+    args = (
+        torch.randn(4, 3),
+        torch.zeros(4, 3, dtype=torch.int64),
+        torch.tensor([0, 2]),
+        torch.rand(4, 3) > 0.5,
+        torch.randn(12),
+    )
     refused = _refused(IndexPutLimits(), args)
     assert {n: r.split(":")[0] for n, r in refused.items()} == {
         "aten_index_put_default": "unsupported-args (aten.index_put.default",

@@ -2,11 +2,9 @@
 
 import warnings
 
-import torch
+from models import HostBranch, seed_inputs
 
 from et_tensorrt.partition import PartitionReport, TensorRTPartitioner, explain
-
-from models import HostBranch, seed_inputs
 
 
 def test_explain_has_no_side_effects(fake_edge):
@@ -19,7 +17,9 @@ def test_explain_has_no_side_effects(fake_edge):
     assert isinstance(report, PartitionReport)
     assert not any("delegation_tag" in n.meta for n in ep.graph.nodes)
     assert report.warned == (
-        "dim_order_ops__to_dim_order_copy_default", "aten_arange_start_step", "aten_cat_default",
+        "dim_order_ops__to_dim_order_copy_default",
+        "aten_arange_start_step",
+        "aten_cat_default",
     )
     calls = [n.name for n in ep.graph.nodes if n.op == "call_function"]
     assert [d.name for d in report.nodes] == calls  # every call node, in graph order
@@ -35,6 +35,7 @@ def test_table_is_compact_and_complete(fake_edge):
     assert set(lines[3]) <= {"-", " "}
     assert max(len(line) for line in lines) <= 100  # the decision column wraps to fit a 100-column terminal
     rows = {}  # a row, with the indented lines its decision wrapped onto
+    last = ""
     for line in lines[4:]:
         if line.startswith(" "):
             rows[last] += " " + line.strip()
@@ -42,9 +43,7 @@ def test_table_is_compact_and_complete(fake_edge):
             last = line.split()[0]
             rows[last] = line
     assert rows["aten_mul_tensor"].split()[1:] == ["aten.mul.Tensor", "cuda:0", "et_tensorrt_0"]
-    assert rows["dim_order_ops__to_dim_order_copy_default"].endswith(
-        "cpu host: cast:device-change (cuda:0 -> cpu)"
-    )
+    assert rows["dim_order_ops__to_dim_order_copy_default"].endswith("cpu host: cast:device-change (cuda:0 -> cpu)")
     assert len(rows) == 4
 
 

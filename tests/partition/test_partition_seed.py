@@ -1,13 +1,10 @@
 """The seed bug: `.to(device="cpu", dtype=...)` on a device tensor must not be absorbed."""
 
-import torch
+from models import HostBranch, seed_inputs
 
 from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
 from et_tensorrt.partition import ReasonCode, TensorRTPartitioner, explain
 from et_tensorrt.partition.device_rules import cast_devices
-
-from models import HostBranch, seed_inputs
-
 
 CAST = "dim_order_ops__to_dim_order_copy_default"
 

@@ -73,8 +73,9 @@ class QKV(torch.nn.Module):
 
 
 def test_a_split_does_not_pin_a_dynamic_batch():
-    ep = torch.export.export(QKV(), (torch.randn(2, 5, 8),),
-                             dynamic_shapes=({0: Dim("batch", min=1, max=8), 1: Dim("seq", min=1, max=32)},))
+    ep = torch.export.export(
+        QKV(), (torch.randn(2, 5, 8),), dynamic_shapes=({0: Dim("batch", min=1, max=8), 1: Dim("seq", min=1, max=32)},)
+    )
     edge = to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(min_block_size=1)])
     [x] = [n for n in edge.exported_program().graph.nodes if n.op == "placeholder" and n.name == "x"]
     assert all(isinstance(d, torch.SymInt) for d in x.meta["val"].shape[:2]), x.meta["val"].shape
@@ -99,8 +100,9 @@ def test_modulo_on_a_size_stays_in_the_engine_and_runs_at_every_size():
     ep = torch.export.export(Trim(), (torch.randn(2, 32, 8),), dynamic_shapes=dynamic)
     report = explain(ep, min_block_size=1)
     assert not report.host_nodes and len(report.partitions) == 1, report
-    runner = et_tensorrt.Runner(et_tensorrt.lower(Trim(), (torch.randn(2, 32, 8),), dynamic_shapes=dynamic,
-                                                  min_block_size=1))
+    runner = et_tensorrt.Runner(
+        et_tensorrt.lower(Trim(), (torch.randn(2, 32, 8),), dynamic_shapes=dynamic, min_block_size=1)
+    )
     for n in (16, 48, 128):  # 15, 48 and 126 rows out
         x = torch.randn(2, n, 8)
         [got] = runner.run([x])

@@ -18,14 +18,17 @@ def _inputs():
 
 @pytest.mark.parametrize(
     "spelling",
-    [torch.ops.aten.sigmoid.default, torch.ops.aten.sigmoid, "aten.sigmoid.default", "aten.sigmoid",
-     exir_ops.edge.aten.sigmoid.default],
+    [
+        torch.ops.aten.sigmoid.default,
+        torch.ops.aten.sigmoid,
+        "aten.sigmoid.default",
+        "aten.sigmoid",
+        exir_ops.edge.aten.sigmoid.default,
+    ],
     ids=["overload", "packet", "name", "packet-name", "edge-op"],
 )
 def test_named_op_kept_on_host(fake_edge, spelling):
-    report = TensorRTPartitioner(min_block_size=1, torch_executed_ops=[spelling]).analyze(
-        fake_edge(Chain, _inputs)
-    )
+    report = TensorRTPartitioner(min_block_size=1, torch_executed_ops=[spelling]).analyze(fake_edge(Chain, _inputs))
     assert {n: str(r) for n, r in report.host_nodes.items()} == {
         "aten_sigmoid_default": "user:torch_executed_ops (aten.sigmoid.default)"
     }

@@ -11,6 +11,7 @@ import sys
 import weakref
 from pathlib import Path
 
+import blob_fixtures as F
 import pytest
 import torch
 
@@ -23,8 +24,6 @@ from et_tensorrt.errors import (
     UnsupportedDeviceError,
     UnsupportedDtypeError,
 )
-
-import blob_fixtures as F
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,8 +53,24 @@ def test_unmodeled_device_is_refused(device):
 
 REFUSED_DTYPES = [
     getattr(torch, n)
-    for n in ["uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3", "int4", "int5",
-              "int6", "int7", "float4_e2m1fn_x2", "float8_e8m0fnu"]
+    for n in [
+        "uint1",
+        "uint2",
+        "uint3",
+        "uint4",
+        "uint5",
+        "uint6",
+        "uint7",
+        "int1",
+        "int2",
+        "int3",
+        "int4",
+        "int5",
+        "int6",
+        "int7",
+        "float4_e2m1fn_x2",
+        "float8_e8m0fnu",
+    ]
     if hasattr(torch, n)
 ]
 
@@ -170,8 +185,9 @@ def test_shape_or_dtype_mismatch_is_rejected_by_the_plan(x, reason):
     assert not plan.ok
     assert plan.inputs[0].action == "reject"
     assert re.search(reason, plan.inputs[0].reason), plan.inputs[0].reason
-    good = _C.plan_placement(blob, describe_inputs([torch.zeros(2, 3)]), describe_inputs([y]), torch.device("cpu"),
-                             "pytorch", False)
+    good = _C.plan_placement(
+        blob, describe_inputs([torch.zeros(2, 3)]), describe_inputs([y]), torch.device("cpu"), "pytorch", False
+    )
     assert good.ok and good.inputs[0].action == "share"
 
 
@@ -179,8 +195,9 @@ def test_argument_count_mismatch_is_a_placement_error():
     blob = _host_blob()
     with pytest.raises(PlacementError, match="1 inputs and 0 outputs, but its engine has 1 and 1"):
         _C.plan_placement(blob, describe_inputs([torch.zeros(2, 3)]), [], torch.device("cpu"))
-    plan = _C.plan_placement(blob, describe_inputs([torch.zeros(2, 3)]), describe_inputs([torch.zeros(2, 3)]),
-                             torch.device("cpu"))
+    plan = _C.plan_placement(
+        blob, describe_inputs([torch.zeros(2, 3)]), describe_inputs([torch.zeros(2, 3)]), torch.device("cpu")
+    )
     assert plan.ok
 
 

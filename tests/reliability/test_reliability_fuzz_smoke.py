@@ -10,6 +10,7 @@ import importlib.util
 import struct
 from pathlib import Path
 
+import blob_fixtures as F
 import numpy as np
 import pytest
 import torch
@@ -18,8 +19,6 @@ from hypothesis import strategies as st
 
 from et_tensorrt import _C
 from et_tensorrt.errors import BlobFormatError
-
-import blob_fixtures as F
 
 ROOT = Path(__file__).resolve().parents[2]
 

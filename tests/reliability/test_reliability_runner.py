@@ -95,7 +95,7 @@ def test_closed_runner_raises_runner_error(pte, model):
     with pytest.raises(RunnerError, match="closed"):
         runner.run([EXAMPLE])
     with pytest.raises(RunnerError, match="closed"):
-        runner.method_names
+        _ = runner.method_names
     with Runner(pte) as again:
         check_valid_run(again, model)
     with pytest.raises(RunnerError, match="closed"):
@@ -228,7 +228,9 @@ def test_threads_sharing_one_runner(pte, model):
     runner = Runner(pte)
     check_valid_run(runner, model)  # method loaded before the threads start
     failures = _hammer(lambda k, x: runner.run([x]), model)
-    assert not failures, f"{len(failures)} corrupted/failed calls of {N_THREADS * M_CALLS}:\n" + "\n".join(failures[:10])
+    assert not failures, f"{len(failures)} corrupted/failed calls of {N_THREADS * M_CALLS}:\n" + "\n".join(
+        failures[:10]
+    )
     check_valid_run(runner, model)
 
 
@@ -236,7 +238,7 @@ def test_threads_sharing_one_fresh_runner_first_call(pte, model):
     """The first call loads the method; concurrent first calls must not race on it."""
     for _ in range(3):
         runner = Runner(pte)
-        failures = _hammer(lambda k, x: runner.run([x]), model, m_calls=3)
+        failures = _hammer(lambda k, x, runner=runner: runner.run([x]), model, m_calls=3)
         assert not failures, "\n".join(failures[:10])
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from models import DYNAMIC_BATCH, MLP, ConvNet, DynamicHead
 
 from et_tensorrt.inspection import delegate_blobs

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from blob_fixtures import corrupt_delegate_magic
+from models import DYNAMIC_BATCH
 
 import et_tensorrt
 from et_tensorrt import _C
-
-from blob_fixtures import corrupt_delegate_magic
-from models import DYNAMIC_BATCH
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +53,10 @@ def test_wrong_dtype(mlp_tester, et_method, dtype):
     bad = torch.ones(2, 8, dtype=dtype)
     name = {torch.float64: "Double", torch.int64: "Long"}[dtype]
     # The Runner checks inputs against the program's method metadata and names the problem.
-    with pytest.raises(et_tensorrt.UnsupportedDtypeError,
-                       match=rf"^input 0 of method 'forward' has dtype {name} but the program takes Float$"):
+    with pytest.raises(
+        et_tensorrt.UnsupportedDtypeError,
+        match=rf"^input 0 of method 'forward' has dtype {name} but the program takes Float$",
+    ):
         mlp_tester.runner.run([bad])
     with pytest.raises(RuntimeError, match="set_inputs"):
         et_method.execute([bad])
@@ -66,8 +67,11 @@ def test_wrong_dtype(mlp_tester, et_method, dtype):
 def test_wrong_static_shape(mlp_tester, et_method, shape):
     bad = torch.randn(shape)
     expected = ", ".join(map(str, shape))
-    with pytest.raises(ValueError, match=rf"^input 0 of method 'forward' has shape \({expected}\) but the program "
-                       r"takes at most \(2, 8\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^input 0 of method 'forward' has shape \({expected}\) but the program "
+        r"takes at most \(2, 8\)$",
+    ):
         mlp_tester.runner.run([bad])
     with pytest.raises(RuntimeError, match="set_inputs"):
         et_method.execute([bad])
@@ -96,8 +100,11 @@ def test_shape_outside_the_engine_profile_carries_the_delegates_reason(dynamic_t
 def test_shape_above_the_methods_bound(dynamic_tester):
     """Batch 17: more elements than ExecuTorch's bounded input holds; refused before the delegate."""
     hi = DYNAMIC_BATCH[1]
-    with pytest.raises(ValueError, match=rf"^input 0 of method 'forward' has shape \({hi + 1}, 8\) but the program "
-                       rf"takes at most \({hi}, 8\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^input 0 of method 'forward' has shape \({hi + 1}, 8\) but the program "
+        rf"takes at most \({hi}, 8\)$",
+    ):
         dynamic_tester.runner.run([torch.randn(hi + 1, 8)])
     with pytest.raises(RuntimeError, match="set_inputs"):
         dynamic_tester.run_executorch([torch.randn(hi + 1, 8)])

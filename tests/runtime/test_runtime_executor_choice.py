@@ -25,7 +25,9 @@ def test_pytorch_executor_on_the_host_with_one_log_line(mlp_tester, caplog):
         runner.run([torch.randn(2, 8)])  # the method (and its delegate) loads on the first run
         runner.run([torch.randn(2, 8)])
     lines = [r.getMessage() for r in caplog.records if r.name == "et_tensorrt"]
-    assert lines == ["et_tensorrt: partition runs with PyTorch on cpu: no CUDA device is available; runs on cpu instead of cuda:0"]
+    assert lines == [
+        "et_tensorrt: partition runs with PyTorch on cpu: no CUDA device is available; runs on cpu instead of cuda:0"
+    ]
     plan = runner.last_plan
     assert plan.executor == "pytorch"
     assert plan.execution_device == torch.device("cpu")  # the blob asked for cuda:0; none is usable

@@ -15,8 +15,11 @@ from et_tensorrt.runtime import executors
 def _variant(mlp_blob: bytes, engine: bytes | None, device_index: int = 0) -> bytes:
     """The MLP's real blob (program and weights) with another ENGINE section and execution device."""
     parsed = _C.parse_blob(mlp_blob)
-    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(B.read_blob(mlp_blob).io)),
-                (B.SECTION_GRAPH, bytes(parsed["graph"])), (B.SECTION_WEIGHTS, bytes(parsed["weights_section"]))]
+    sections = [
+        (B.SECTION_IO_TABLE, B.encode_io_table(B.read_blob(mlp_blob).io)),
+        (B.SECTION_GRAPH, bytes(parsed["graph"])),
+        (B.SECTION_WEIGHTS, bytes(parsed["weights_section"])),
+    ]
     if engine is not None:
         sections.append((B.SECTION_ENGINE, engine))
     return B.write_sections(sections, B.DEVICE_CUDA, device_index)

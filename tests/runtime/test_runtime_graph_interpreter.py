@@ -29,9 +29,9 @@ class Mixed(torch.nn.Module):
 
     def forward(self, x, ids):
         h = torch.relu(self.lin(x)) * self.scale + 1  # weights, a buffer, a Python number as a Tensor
-        values, where = h.max(dim=-1)                  # two returns: getitem steps
-        picked = h[ids]                                # index.Tensor: an optional-tensor list
-        both = torch.cat([h, picked], dim=0)           # a tensor list
+        values, where = h.max(dim=-1)  # two returns: getitem steps
+        picked = h[ids]  # index.Tensor: an optional-tensor list
+        both = torch.cat([h, picked], dim=0)  # a tensor list
         return both.sum(dim=0, keepdim=True), values, where
 
 
@@ -50,7 +50,9 @@ class ScalarPromotion(torch.nn.Module):
 
 
 def test_python_numbers_promote_as_in_eager():
-    got, expected = _both(ScalarPromotion(), [torch.tensor(1.5, dtype=torch.float16), torch.arange(4, dtype=torch.int32)])
+    got, expected = _both(
+        ScalarPromotion(), [torch.tensor(1.5, dtype=torch.float16), torch.arange(4, dtype=torch.int32)]
+    )
     assert [g.dtype for g in got] == [e.dtype for e in expected] == [torch.float16, torch.int32, torch.float32]
     for g, e in zip(got, expected):
         assert torch.equal(g, e)

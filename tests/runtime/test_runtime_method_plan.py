@@ -7,10 +7,9 @@ import threading
 
 import pytest
 import torch
+from models import MLP
 
 import et_tensorrt
-
-from models import MLP
 
 
 def test_two_runners_on_two_threads_always_see_their_own_plans(mlp_tester):
@@ -47,8 +46,12 @@ def test_a_method_without_delegates_reports_executorchs_copies():
     """Nothing delegated: the plan still tells that ExecuTorch copied the input into planned memory and that
     the caller's output is a copy of ExecuTorch's reused buffer."""
     torch.manual_seed(0)
-    data = et_tensorrt.lower(MLP(), (torch.randn(2, 8),), torch_executed_ops=["aten.addmm.default", "aten.relu.default",
-                             "aten.permute_copy.default"], zero_copy_inputs=False)
+    data = et_tensorrt.lower(
+        MLP(),
+        (torch.randn(2, 8),),
+        torch_executed_ops=["aten.addmm.default", "aten.relu.default", "aten.permute_copy.default"],
+        zero_copy_inputs=False,
+    )
     runner = et_tensorrt.Runner(data)
     x = torch.randn(2, 8)
     (y,) = runner.run([x])

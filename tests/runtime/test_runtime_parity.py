@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from models import DYNAMIC_BATCH
 
 from et_tensorrt.testing import Tester
@@ -87,7 +86,9 @@ def block():
 @pytest.fixture(scope="module")
 def host_between():
     torch.manual_seed(4)
-    return Tester(HostBetween(), (torch.randn(3, 8),)).lower(min_block_size=1, torch_executed_ops=["aten.sigmoid.default"])
+    return Tester(HostBetween(), (torch.randn(3, 8),)).lower(
+        min_block_size=1, torch_executed_ops=["aten.sigmoid.default"]
+    )
 
 
 @pytest.fixture(scope="module")

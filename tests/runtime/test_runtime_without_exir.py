@@ -47,9 +47,14 @@ def program(tmp_path_factory, _engine_cache_dir):
 
 def _run(folder, *extra):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run([sys.executable, "-c", RUN, str(folder / "p.pte"), str(folder / "x.pt"),
-                             str(folder / "out.pt"), *extra], capture_output=True, text=True, env=env, timeout=300,
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", RUN, str(folder / "p.pte"), str(folder / "x.pt"), str(folder / "out.pt"), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip().splitlines()[-1].split(";"), torch.load(folder / "out.pt")
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import et_tensorrt
-
-
 from models import MLP
 
+import et_tensorrt
 from et_tensorrt.testing import Tester
 
 

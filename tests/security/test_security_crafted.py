@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import io
 
+import crafted
 import pytest
 import torch
-
-import crafted
 
 import et_tensorrt  # registers the backend, so ExecuTorch's runtime reaches our loader
 from et_tensorrt import _C

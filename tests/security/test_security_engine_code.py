@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import blob_fixtures as F
 import pytest
 import torch
 
-import blob_fixtures as F
-
-from et_tensorrt import _C
 from et_tensorrt.errors import EngineRefusedError
 from et_tensorrt.runtime import engine_loading
 
@@ -157,9 +155,13 @@ def test_a_weight_stripped_engine_is_never_run_unrefitted(monkeypatch):
         def Runtime(logger):  # noqa: N802 - TensorRT's spelling
             return FakeRuntime(logger)
 
-    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(F.IO)), (B.SECTION_ENGINE, PLAIN_ENGINE),
-                (B.SECTION_GRAPH, F.GRAPH), (B.SECTION_WEIGHTS, B.encode_weights(F.WEIGHTS)),
-                (B.SECTION_REFIT_MAP, struct.pack("<II", 0, 0))]
+    sections = [
+        (B.SECTION_IO_TABLE, B.encode_io_table(F.IO)),
+        (B.SECTION_ENGINE, PLAIN_ENGINE),
+        (B.SECTION_GRAPH, F.GRAPH),
+        (B.SECTION_WEIGHTS, B.encode_weights(F.WEIGHTS)),
+        (B.SECTION_REFIT_MAP, struct.pack("<II", 0, 0)),
+    ]
     blob = B.read_blob(B.write_sections(sections, 1, 0))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device", lambda d: __import__("contextlib").nullcontext())

@@ -10,10 +10,9 @@ import io
 import json
 import zipfile
 
+import crafted
 import pytest
 import torch
-
-import crafted
 
 from et_tensorrt import blob as B
 from et_tensorrt.embedded_program import load_program, serialize_program

@@ -6,10 +6,28 @@ import torch
 from et_tensorrt import TensorDescriptor, UnsupportedDtypeError, describe
 
 SUPPORTED_DTYPES = [
-    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-    torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool, torch.bfloat16,
-    torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz, torch.float8_e4m3fnuz,
-    torch.uint16, torch.uint32, torch.uint64, torch.bits8, torch.bits16,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.float32,
+    torch.float64,
+    torch.complex32,
+    torch.complex64,
+    torch.complex128,
+    torch.bool,
+    torch.bfloat16,
+    torch.float8_e5m2,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2fnuz,
+    torch.float8_e4m3fnuz,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+    torch.bits8,
+    torch.bits16,
 ]
 
 
@@ -36,8 +54,12 @@ def test_every_dtype_executorch_models(dtype):
 
 @pytest.mark.parametrize(
     "dtype, name",
-    [(torch.int4, "Int4"), (torch.uint4, "UInt4"), (torch.float8_e8m0fnu, "Float8_e8m0fnu"),
-     (torch.float4_e2m1fn_x2, "Float4_e2m1fn_x2")],
+    [
+        (torch.int4, "Int4"),
+        (torch.uint4, "UInt4"),
+        (torch.float8_e8m0fnu, "Float8_e8m0fnu"),
+        (torch.float4_e2m1fn_x2, "Float4_e2m1fn_x2"),
+    ],
     ids=str,
 )
 def test_dtypes_executorch_lacks_are_refused_by_name(dtype, name):

@@ -22,8 +22,7 @@ def test_unmodelled_device_names_index_method_and_device():
     with pytest.raises(UnsupportedDeviceError) as e:
         describe_inputs(xs, method="forward")
     assert str(e.value).startswith(
-        "input 2 of method 'forward' is on device meta, which the ExecuTorch runtime does not model "
-        "(only cpu and cuda)"
+        "input 2 of method 'forward' is on device meta, which the ExecuTorch runtime does not model (only cpu and cuda)"
     )
 
 
