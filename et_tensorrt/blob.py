@@ -32,7 +32,7 @@ SECTION_PROGRAM = 3  # version 1 only
 SECTION_METADATA = 4
 SECTION_GRAPH = 5
 SECTION_WEIGHTS = 6
-SECTION_REFIT_MAP = 7  # reserved for weight-stripped engines (docs/blob-format.md)
+SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
@@ -160,6 +160,10 @@ class Blob:
     data: bytes | memoryview | None = None  # the whole blob (WEIGHTS offsets index into it)
     program: bytes | memoryview | None = None  # version 1: torch.export.save archive
     refit_map: bytes | memoryview | None = None
+    refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
+    # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
+    # them); None from read_blob, where the loader copies each weight out of ``data``.
+    weight_views: list | None = None
     metadata: dict = field(default_factory=dict)
     exec_device_type: int = DEVICE_CUDA
     exec_device_index: int = 0
@@ -228,6 +232,8 @@ class Blob:
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
+        from et_tensorrt import refit_map as refit_map_mod
+
         return Blob(
             io=io,
             engine=payload("engine"),
@@ -236,6 +242,8 @@ class Blob:
             data=(bytes(data) if copy else data) if weights else None,
             program=payload("program"),
             refit_map=payload("refit_map"),
+            refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
+            weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
             exec_device_index=exec_dev.index or 0,
@@ -387,21 +395,27 @@ def write_blob(
     engine: bytes | None = None,
     graph: bytes | None = None,
     weights: Sequence[Weight] = (),
+    refit_map: bytes | None = None,
     metadata: dict | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
-    """A version-2 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program)."""
+    """A version-2 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
+    REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit")."""
     if graph is None and weights:
         raise BlobFormatError("WEIGHTS without a GRAPH: the weights belong to the embedded program")
     if graph is None and engine is None:
         raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
+    if refit_map is not None and (engine is None or graph is None):
+        raise BlobFormatError("a REFIT_MAP needs the ENGINE it refits and the WEIGHTS it refits it from")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
     if engine is not None:
         sections.append((SECTION_ENGINE, engine))
     if graph is not None:
         sections.append((SECTION_GRAPH, graph))
         sections.append((SECTION_WEIGHTS, encode_weights(weights)))
+    if refit_map is not None:
+        sections.append((SECTION_REFIT_MAP, refit_map))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
     return write_sections(sections, exec_device_type, exec_device_index)

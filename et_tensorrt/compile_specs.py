@@ -30,6 +30,7 @@ VALIDATE = "et_tensorrt.validate"  # b"1" | b"0": check the ONNX with onnxruntim
 PASS_THROUGH_BUILD_FAILURES = "et_tensorrt.pass_through_build_failures"  # b"1" | b"0"
 WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
+WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
 CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
@@ -39,6 +40,9 @@ PARTITION_INDEX = "et_tensorrt.partition_index"
 PARTITION_COUNT = "et_tensorrt.partition_count"
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+# both: engine with its weights + the embedded program (runs anywhere); refit: weight-stripped engine, refitted
+# at init from the program's WEIGHTS (each weight stored once); engine-only: no program (runs only on a GPU).
+WEIGHTS_MODES = ("both", "refit", "engine-only")
 _ARCH = re.compile(r"^(sm_?)?\d{2,3}[a-z]?$|^\d+\.\d+$|^current$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -50,6 +54,13 @@ def _precision(value: Any) -> str:
     text = str(value).strip().lower() if isinstance(value, str) else value
     if text not in PRECISIONS:
         raise OptionError(f"precision {value!r} is not one of {', '.join(PRECISIONS)}")
+    return text
+
+
+def _weights_mode(value: Any) -> str:
+    text = value.strip().lower().replace("_", "-") if isinstance(value, str) else value
+    if text not in WEIGHTS_MODES:
+        raise OptionError(f"weights {value!r} is not one of {', '.join(WEIGHTS_MODES)}")
     return text
 
 
@@ -169,6 +180,15 @@ class BuildOptions:
         _flag("cache"),
         _flag_text,
         shapes_engine=False,
+    )
+
+    weights: str = _option(
+        WEIGHTS,
+        "both",
+        "where the blob keeps the weights: both (engine + embedded program), refit (weight-stripped engine "
+        "refitted from the program's weights at init: each weight once) or engine-only (no program: runs only "
+        "where the engine does)",
+        _weights_mode,
     )
 
     def __post_init__(self) -> None:

@@ -58,7 +58,8 @@ def lower(
     ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
     see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``), given one by one or as ``build_options`` (keywords override its fields).
+    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one
+    or as ``build_options`` (keywords override its fields).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
     from executorch.exir import to_edge_transform_and_lower

@@ -18,6 +18,9 @@ class BuildSettings:
     precision: str = "fp32"
     target_archs: tuple[str, ...] = ()
     workspace_bytes: int | None = None
+    # weights="refit": a weight-stripped engine (STRIP_PLAN) that assumes the refit weights are the build's
+    # (REFIT_IDENTICAL, so TensorRT still optimizes with their values); the blob's REFIT_MAP restores them.
+    strip_weights: bool = False
 
 
 @dataclass
@@ -114,6 +117,14 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     config = builder.create_builder_config()
     if settings.workspace_bytes:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
+    if settings.strip_weights:
+        for flag in ("STRIP_PLAN", "REFIT_IDENTICAL"):
+            if not hasattr(t.BuilderFlag, flag):
+                raise EngineBuildError(
+                    f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
+                    "weight-stripped engines; lower with weights='both'"
+                )
+            config.set_flag(getattr(t.BuilderFlag, flag))
     if settings.target_archs:
         if not trt.supports_target_archs():
             raise EngineBuildError(f"{trt.flavour()} {trt.version()} cannot build for explicit target architectures")
@@ -152,6 +163,15 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     serialized = builder.build_serialized_network(network, config)
     if serialized is None or serialized.nbytes == 0:
         errors = log.errors()
+        if settings.strip_weights and not _cuda_available():
+            # Measured with TensorRT-RTX 1.7.1: any refittable build (STRIP_PLAN, REFIT, REFIT_IDENTICAL, or
+            # weights marked refittable) JIT-compiles through Myelin, which needs a CUDA device.
+            raise EngineBuildError(
+                f"{trt.flavour()} {trt.version()} cannot build a weight-stripped (refittable) engine without a GPU "
+                "(its builder needs CUDA for refittable weights); lower with weights='both' or 'engine-only' here, "
+                "or lower with weights='refit' on a machine with a GPU"
+                + (f" (TensorRT said: {'; '.join(errors)})" if errors else "")
+            )
         bad = _unsupported_ops(export, parser)
         ops = f" (ops TensorRT reports unsupported: {', '.join(bad)})" if bad else ""
         raise EngineBuildError(
@@ -159,6 +179,15 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             + ("; ".join(errors) if errors else "no error message")
         )
     return bytes(serialized)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:

@@ -205,6 +205,31 @@ def _validation(aten_ep: ExportedProgram, export: OnnxExport, precision: str, la
         return {"validation_inconclusive": str(exc)}
 
 
+def _refit_map(export, weights, aten_ep, label: str):
+    """The partition's REFIT_MAP: a recipe per ONNX initializer (verified against the blob, see _verify_refit)."""
+    from et_tensorrt.backend.refit_derivation import derive_refit_map
+
+    plan = derive_refit_map(export.model_bytes, weights, aten_ep)
+    if plan.raw_bytes:
+        logger.info(
+            "%s: refit map stores %d bytes raw (initializers not rebuilt from the program's weights)",
+            label,
+            plan.raw_bytes,
+        )
+    return plan
+
+
+def _verify_refit(export, data: bytes) -> None:
+    """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS and
+    REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise."""
+    from et_tensorrt.backend.refit_derivation import verify_refit_map
+    from et_tensorrt.embedded_program.loader import weight_tensor
+
+    blob = blob_mod.read_blob(data)
+    tensors = [weight_tensor(blob, w) for w in blob.weights]
+    verify_refit_map(export.model_bytes, blob.refit_entries, tensors, blob.refit_map, [w.name for w in blob.weights])
+
+
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
@@ -217,7 +242,10 @@ class EtTensorRTBackend(BackendDetails):
         device = options.get(cs.EXECUTION_DEVICE, "cuda:0").strip()
         exec_type, exec_index = blob_mod.device_code(device)
         settings = BuildSettings(
-            precision=precision, target_archs=build.target_archs, workspace_bytes=build.workspace_bytes
+            precision=precision,
+            target_archs=build.target_archs,
+            workspace_bytes=build.workspace_bytes,
+            strip_weights=build.weights == "refit",
         )
 
         seq = next(_engine_counter)
@@ -238,6 +266,7 @@ class EtTensorRTBackend(BackendDetails):
             "target_archs": list(settings.target_archs),
             "execution_device": device,
             "nodes": n_nodes,
+            "weights": build.weights,
         }
 
         # The build cache is keyed before the ONNX export: a hit skips export, validation and the build.
@@ -249,9 +278,9 @@ class EtTensorRTBackend(BackendDetails):
             entry = None  # built without the onnxruntime check this lowering asks for: build again, checked
         dynamic_dims = decode_dynamic_dims(options.get(cs.DYNAMIC_DIMS, ""))
         export = None
-        if entry is not None and _recorders:
-            # `et-tensorrt check` runs each engine's ONNX: export it now, and use the cached engine only if
-            # this is byte for byte the ONNX it was built from.
+        if entry is not None and (_recorders or build.weights == "refit"):
+            # `et-tensorrt check` runs each engine's ONNX, and a REFIT_MAP is derived from its initializers:
+            # export it now, and use the cached engine only if this is byte for byte the ONNX it was built from.
             export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
             _record_devices(export, recorded)
             if hashlib.sha256(export.model_bytes).hexdigest() != entry.onnx_sha256:
@@ -344,15 +373,26 @@ class EtTensorRTBackend(BackendDetails):
         if program_error is not None:
             raise program_error
         graph, weights = program
+        refit = None
+        if engine is not None and build.weights == "refit":
+            refit = _refit_map(export, weights, aten_ep, label)
+            metadata.update(refit_entries=len(refit.entries), refit_raw_bytes=refit.raw_bytes)
+        elif engine is not None and build.weights == "engine-only":
+            graph, weights = None, []  # the smallest blob: runs only where the engine deserializes
+        elif engine is None and build.weights != "both":
+            metadata["weights_mode_dropped"] = f"{build.weights}: no engine was built, the program is kept"
         data = blob_mod.write_blob(
             io_entries,
             engine=engine,
             graph=graph,
             weights=weights,
+            refit_map=refit.payload if refit is not None else None,
             metadata=metadata,
             exec_device_type=exec_type,
             exec_device_index=exec_index,
         )
+        if refit is not None:
+            _verify_refit(export, data)
         if _recorders:
             digest = blob_mod.program_digest(blob_mod.read_blob(data))
             for exports in _recorders:

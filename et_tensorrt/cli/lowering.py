@@ -31,7 +31,9 @@ class LoweringRequest:
             target_device=args.target_device,
             min_block_size=args.min_block_size,
             torch_executed_ops=tuple(args.torch_executed_op),
-            build=BuildOptions(precision=args.precision, target_archs=tuple(args.target_arch), cache=args.cache),
+            build=BuildOptions(
+                precision=args.precision, target_archs=tuple(args.target_arch), cache=args.cache, weights=args.weights
+            ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,
         )
@@ -39,8 +41,9 @@ class LoweringRequest:
     def describe(self) -> str:
         archs = f", targets {','.join(self.build.target_archs)}" if self.build.target_archs else ""
         return (
-            f"lowering for {self.target_device} (precision {self.build.precision}{archs}, min_block_size "
-            f"{self.min_block_size}, torch_executed_ops {list(self.torch_executed_ops)})"
+            f"lowering for {self.target_device} (precision {self.build.precision}{archs}, "
+            f"weights {self.build.weights}, min_block_size {self.min_block_size}, "
+            f"torch_executed_ops {list(self.torch_executed_ops)})"
         )
 
 

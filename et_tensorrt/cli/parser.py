@@ -12,7 +12,7 @@ from importlib import metadata
 
 import torch
 
-from ..compile_specs import PRECISIONS, BuildOptions
+from ..compile_specs import PRECISIONS, WEIGHTS_MODES, BuildOptions
 from ..errors import OptionError
 from ..parity import TOLERANCES
 from .common import EXIT_USAGE
@@ -172,6 +172,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         choices=PRECISIONS,
         default=defaults.precision,
         help=f"{BuildOptions.describe()['precision']} (default {defaults.precision})",
+    )
+    p.add_argument(
+        "--weights",
+        choices=WEIGHTS_MODES,
+        default=defaults.weights,
+        help=f"{BuildOptions.describe()['weights']} (default {defaults.weights})",
     )
     p.add_argument(
         "--target-arch",

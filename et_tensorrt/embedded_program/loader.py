@@ -137,7 +137,9 @@ def load_program(blob: Blob) -> torch.export.ExportedProgram:
     """The blob's embedded program (GRAPH + WEIGHTS, or a version-1 PROGRAM archive), loaded safely."""
     if blob.graph is not None:
         program = checked_program(blob.graph)
-        tensors = {w.name: (w.kind, weight_tensor(blob, w), w.persistent) for w in blob.weights}
+        # In the delegate, the weights are views of ExecuTorch's buffer (no copy, see Blob.weight_views).
+        views = blob.weight_views if blob.weight_views is not None else [weight_tensor(blob, w) for w in blob.weights]
+        tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, views, strict=True)}
         return _deserialize(program, *bind_weights(program, tensors, strict=True))
     if blob.program is not None:
         from .archive_v1 import read_archive

@@ -220,10 +220,6 @@ def _deserialize(blob: Blob, device: torch.device):
     Raises EngineRefusedError for an engine that needs host code (see engine_loading)."""
     if blob.engine is None:
         return None, "the blob carries no engine (its build was left to PyTorch at lowering time)"
-    if blob.refit_map is not None:
-        # Reserved for weight-stripped engines (docs/blob-format.md): this build cannot refit, and a
-        # stripped engine without its weights computes garbage.
-        return None, "the engine is weight-stripped (REFIT_MAP) and this build cannot refit it"
     if blob.exec_device_type != DEVICE_CUDA:
         return None, "the partition's execution device is the host"
     if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
@@ -237,11 +233,28 @@ def _deserialize(blob: Blob, device: torch.device):
     try:
         mod = trt.module()
         with torch.cuda.device(device):
-            return deserialize_engine(mod, blob.engine)
+            engine, reason = deserialize_engine(mod, blob.engine)
+            if engine is not None and blob.refit_map is not None:
+                return _refitted(mod, engine, blob)
+            return engine, reason
     except EngineRefusedError:
         raise
     except Exception as e:  # a TensorRT that cannot even start here
         return None, f"TensorRT could not load the engine ({e})"
+
+
+def _refitted(trt, engine, blob: Blob):
+    """(engine, "") once the weight-stripped engine holds its weights again, else (None, why): a stripped
+    engine without them computes garbage, so it is never used half refitted."""
+    from .engine_loading import make_logger
+    from .refit import RefitError, refit_engine
+
+    try:
+        count = refit_engine(trt, engine, blob, make_logger(trt))
+    except RefitError as e:
+        return None, f"the weight-stripped engine could not be refitted: {e}"
+    log.info("et_tensorrt: refitted the weight-stripped engine (%d weights)", count)
+    return engine, ""
 
 
 def fallback_policy() -> str:

@@ -151,7 +151,9 @@ const void* method_input_data(const executorch::runtime::Method& m, size_t index
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
-  r->module_ = std::make_unique<Module>(path, Module::LoadMode::File);
+  // Mapped, not read: delegate segments stay pages of the file (the delegate keeps ExecuTorch's buffer and its
+  // weights view it in place), so loading a .pte costs about its size in memory once, and only what is touched.
+  r->module_ = std::make_unique<Module>(path, Module::LoadMode::Mmap);
   if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
     fail("cannot load program " + path + (err == Error::InvalidProgram && verify ? kVerifyHint : ""), err);
   }

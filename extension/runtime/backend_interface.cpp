@@ -37,9 +37,8 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
 
   Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed, ArrayRef<CompileSpec>) const override {
     try {
-      auto* delegate = new et_tensorrt::DelegateHandle(processed->data(), processed->size());
-      processed->Free();  // the delegate keeps its own copy of the blob
-      return delegate;
+      // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
+      return new et_tensorrt::DelegateHandle(std::move(*processed));
     } catch (const BlobFormatError& e) {
       return report("init", e.what(), Error::DelegateInvalidCompatibility);
     } catch (const std::exception& e) {

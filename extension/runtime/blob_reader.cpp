@@ -1,6 +1,8 @@
 #include "blob_reader.h"
 
 #include <cstring>
+#include <functional>
+#include <numeric>
 #include <set>
 
 namespace et_tensorrt {
@@ -17,7 +19,7 @@ enum SectionKind : uint32_t {
   kMetadata = 4,
   kGraph = 5,     // version 2 on
   kWeights = 6,   // version 2 on
-  kRefitMap = 7,  // version 2 on, reserved (docs/blob-format.md)
+  kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -263,6 +265,136 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
   return entries;
 }
 
+// REFIT_MAP: u32 count, u32 reserved, entries (u16 name_len, u8 dtype, u8 rank, u16 step_count, u16 reserved,
+// name, rank x i64 sizes, steps), then RAW data. Each step: u8 op, u8 argument, u16 reserved, operands.
+constexpr uint16_t kMaxRefitSteps = 64;
+
+std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count) {
+  Reader r(section.data, section.size, "REFIT_MAP");
+  const uint32_t count = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("REFIT_MAP reserved field is not zero");
+  if (count > r.remaining() / 8) fail("REFIT_MAP declares " + std::to_string(count) + " entries, more than it holds");
+  auto weight_index = [&](const std::string& what) {
+    const uint32_t i = r.read<uint32_t>();
+    if (i >= weight_count)
+      fail(what + " names WEIGHTS entry " + std::to_string(i) + " of " + std::to_string(weight_count));
+    return i;
+  };
+  std::vector<RefitEntry> entries;
+  entries.reserve(count);
+  std::set<std::string> names;
+  std::vector<std::pair<size_t, size_t>> raw;  // (entry, step) of RAW steps, checked once the table's end is known
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string what = "REFIT_MAP entry " + std::to_string(i);
+    RefitEntry e;
+    const uint16_t name_len = r.read<uint16_t>();
+    const uint8_t dtype = r.read<uint8_t>();
+    if (dtype > static_cast<uint8_t>(EtScalarType::UInt64) ||
+        weight_element_size(static_cast<EtScalarType>(dtype)) == 0) {
+      fail(what + " has a dtype code (" + std::to_string(dtype) + ") weights cannot hold");
+    }
+    e.dtype = static_cast<EtScalarType>(dtype);
+    const uint8_t rank = r.read<uint8_t>();
+    if (rank > kMaxRank) fail(what + " has rank " + std::to_string(rank) + " > 16");
+    const uint16_t step_count = r.read<uint16_t>();
+    if (step_count == 0 || step_count > kMaxRefitSteps)
+      fail(what + " has " + std::to_string(step_count) + " steps (1 to 64)");
+    if (r.read<uint16_t>() != 0) fail(what + " reserved field is not zero");
+    e.name = r.read_string(name_len);
+    if (e.name.empty() || !valid_utf8(e.name)) fail(what + " has an empty or non-UTF-8 name");
+    if (!names.insert(e.name).second) fail(what + " repeats the name '" + e.name + "'");
+    what += " ('" + e.name + "')";
+    e.sizes.resize(rank);
+    for (auto& n : e.sizes) n = r.read<int64_t>();
+    std::vector<int64_t> unit_strides(rank, 1);
+    const uint64_t entry_bytes =
+        addressed_bytes(e.sizes, unit_strides, weight_element_size(e.dtype), what);  // checks sizes >= 0, overflow
+    int depth = 0;
+    for (uint16_t k = 0; k < step_count; ++k) {
+      RefitStep st;
+      const uint8_t op = r.read<uint8_t>();
+      const uint8_t arg = r.read<uint8_t>();
+      if (r.read<uint16_t>() != 0) fail(what + " step " + std::to_string(k) + " reserved field is not zero");
+      const std::string step = what + " step " + std::to_string(k);
+      int pops = 0;
+      switch (op) {
+        case static_cast<uint8_t>(RefitOp::Source):
+          st.weight = weight_index(step);
+          pops = -1;
+          break;
+        case static_cast<uint8_t>(RefitOp::Raw):
+          st.offset = r.read<uint64_t>();
+          st.nbytes = r.read<uint64_t>();
+          (void)entry_bytes;
+          if (st.nbytes != std::accumulate(e.sizes.begin(), e.sizes.end(), uint64_t{1}, std::multiplies<uint64_t>()) *
+                               weight_element_size(e.dtype)) {
+            fail(step + " holds " + std::to_string(st.nbytes) + " raw bytes, not the entry's size");
+          }
+          raw.emplace_back(entries.size(), e.steps.size());
+          pops = -1;
+          break;
+        case static_cast<uint8_t>(RefitOp::Cast):
+          if (arg > static_cast<uint8_t>(EtScalarType::UInt64) ||
+              weight_element_size(static_cast<EtScalarType>(arg)) == 0) {
+            fail(step + " casts to a dtype code (" + std::to_string(arg) + ") weights cannot hold");
+          }
+          st.dtype = static_cast<EtScalarType>(arg);
+          pops = 1;
+          break;
+        case static_cast<uint8_t>(RefitOp::Permute):
+        case static_cast<uint8_t>(RefitOp::Reshape): {
+          if (arg > kMaxRank) fail(step + " has rank " + std::to_string(arg) + " > 16");
+          st.dims.resize(arg);
+          for (auto& d : st.dims) d = r.read<int64_t>();
+          if (op == static_cast<uint8_t>(RefitOp::Permute)) {
+            std::vector<bool> seen(arg, false);
+            for (const int64_t d : st.dims) {
+              if (d < 0 || d >= arg || seen[d]) fail(step + " is not a permutation");
+              seen[d] = true;
+            }
+          } else {
+            for (const int64_t d : st.dims) {
+              if (d < 0) fail(step + " reshapes to a negative size");
+            }
+          }
+          pops = 1;
+          break;
+        }
+        case static_cast<uint8_t>(RefitOp::BnScale):
+          st.params = {weight_index(step), weight_index(step)};
+          st.eps = r.read<float>();
+          st.axis = r.read<int32_t>();
+          if (st.axis < 0 || st.axis >= kMaxRank) fail(step + " has axis " + std::to_string(st.axis));
+          pops = 1;
+          break;
+        case static_cast<uint8_t>(RefitOp::BnShift):
+          if (arg > 1) fail(step + " has unknown flags");
+          st.zero = arg == 1;
+          st.params = {weight_index(step), weight_index(step), weight_index(step), weight_index(step)};
+          st.eps = r.read<float>();
+          pops = st.zero ? -1 : 1;
+          break;
+        default:
+          fail(step + " has unknown operation " + std::to_string(op));
+      }
+      if (pops == 1 && depth < 1) fail(step + " has no tensor to work on");
+      if (pops == -1) ++depth;
+      st.op = static_cast<RefitOp>(op);
+      e.steps.push_back(std::move(st));
+    }
+    if (depth != 1) fail(what + " leaves " + std::to_string(depth) + " tensors, not 1");
+    entries.push_back(std::move(e));
+  }
+  const size_t table_end = r.position();
+  for (const auto& [i, k] : raw) {
+    const RefitStep& st = entries[i].steps[k];
+    if (st.nbytes != 0 && (st.offset < table_end || st.offset > section.size || st.nbytes > section.size - st.offset)) {
+      fail("REFIT_MAP entry " + std::to_string(i) + " ('" + entries[i].name + "') raw data lies outside the section");
+    }
+  }
+  return entries;
+}
+
 }  // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
@@ -356,6 +488,7 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       fail("has a REFIT_MAP without both the ENGINE and the WEIGHTS it maps between");
     }
     if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset);
+    if (blob.refit_map.present) blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size());
   }
   if (blob.metadata.present &&
       !valid_utf8(std::string(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size))) {

@@ -55,6 +55,30 @@ struct WeightEntry {
   uint64_t nbytes = 0;  // exactly the storage the sizes and strides address, times the element size
 };
 
+// REFIT_MAP (docs/blob-format.md): per engine weight (ONNX initializer), a recipe that rebuilds its bytes from
+// WEIGHTS. The reader checks the structure (known steps, indexes inside WEIGHTS, RAW bytes inside the section,
+// a recipe that leaves one tensor); running a recipe is Python's (et_tensorrt.refit_map.rebuild).
+enum class RefitOp : uint8_t { Source = 1, Raw = 2, Cast = 3, Permute = 4, Reshape = 5, BnScale = 6, BnShift = 7 };
+
+struct RefitStep {
+  RefitOp op;
+  uint32_t weight = 0;                       // Source: WEIGHTS index
+  uint64_t offset = 0, nbytes = 0;           // Raw: from the REFIT_MAP payload start
+  EtScalarType dtype = EtScalarType::Float;  // Cast
+  std::vector<int64_t> dims;                 // Permute (a permutation) / Reshape (sizes)
+  std::vector<uint32_t> params;              // BnScale: gamma, var; BnShift: gamma, var, mean, beta (WEIGHTS indexes)
+  float eps = 0;                             // BnScale / BnShift
+  int32_t axis = 0;                          // BnScale
+  bool zero = false;                         // BnShift: the layer had no bias (start from zeros)
+};
+
+struct RefitEntry {
+  std::string name;  // the ONNX initializer / TensorRT weight name, unique
+  EtScalarType dtype;
+  std::vector<int64_t> sizes;
+  std::vector<RefitStep> steps;
+};
+
 // A view of one section inside the caller's buffer (not owned).
 struct ByteSpan {
   const uint8_t* data = nullptr;
@@ -71,9 +95,10 @@ struct DelegateBlob {
   ByteSpan program;    // version 1 only: torch.export.save archive of the partition
   ByteSpan graph;      // version 2: torch.export JSON of the partition's aten program
   ByteSpan weights;    // version 2: the WEIGHTS section (table + data), described by `weight_entries`
-  ByteSpan refit_map;  // version 2, reserved: engine weight -> WEIGHTS entry (an engine to refit)
+  ByteSpan refit_map;  // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
   ByteSpan metadata;   // UTF-8 JSON, informational
   std::vector<WeightEntry> weight_entries;
+  std::vector<RefitEntry> refit_entries;  // REFIT_MAP parsed
 };
 
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.

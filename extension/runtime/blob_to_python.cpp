@@ -2,6 +2,8 @@
 
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 namespace py = pybind11;
 
 namespace et_tensorrt {
@@ -51,9 +53,65 @@ py::dict weight_dict(const WeightEntry& w) {
   return out;
 }
 
+py::dict refit_step_dict(const RefitStep& st) {
+  py::dict out;
+  out["op"] = static_cast<int>(st.op);
+  switch (st.op) {
+    case RefitOp::Source:
+      out["weight"] = st.weight;
+      break;
+    case RefitOp::Raw:
+      out["offset"] = st.offset;
+      out["nbytes"] = st.nbytes;
+      break;
+    case RefitOp::Cast:
+      out["dtype"] = static_cast<int>(st.dtype);
+      break;
+    case RefitOp::Permute:
+    case RefitOp::Reshape:
+      out["dims"] = py::tuple(py::cast(st.dims));
+      break;
+    case RefitOp::BnScale:
+    case RefitOp::BnShift:
+      out["params"] = py::tuple(py::cast(st.params));
+      out["eps"] = st.eps;
+      out["axis"] = st.axis;
+      out["zero"] = st.zero;
+      break;
+  }
+  return out;
+}
+
+py::dict refit_entry_dict(const RefitEntry& e) {
+  py::dict out;
+  out["name"] = e.name;
+  out["dtype_code"] = static_cast<int>(e.dtype);
+  out["sizes"] = py::tuple(py::cast(e.sizes));
+  py::list steps;
+  for (const RefitStep& st : e.steps) steps.append(refit_step_dict(st));
+  out["steps"] = steps;
+  return out;
+}
+
+// A WEIGHTS entry as a tensor over the blob's own bytes; the deleter holds `owner` (not the data) alive.
+at::Tensor weight_view(const WeightEntry& w, const uint8_t* base, const std::shared_ptr<const void>& owner) {
+  const c10::ScalarType dtype = executorch_to_torch_dtype(w.dtype);
+  const auto options = at::TensorOptions().dtype(dtype).device(c10::kCPU);
+  if (w.nbytes == 0) return at::empty_strided(w.sizes, w.strides, options);
+  void* data = const_cast<uint8_t*>(base + w.offset);  // read-only by contract (see the header)
+  if (reinterpret_cast<uintptr_t>(data) % c10::elementSize(dtype) != 0) {
+    // Not aligned for its dtype (a blob stored unaligned in the .pte): a copy of its own.
+    at::Tensor bytes = at::empty({static_cast<int64_t>(w.nbytes)}, at::TensorOptions().dtype(at::kByte));
+    std::memcpy(bytes.data_ptr(), data, w.nbytes);
+    return bytes.view(dtype).as_strided(w.sizes, w.strides);
+  }
+  return at::from_blob(data, w.sizes, w.strides, [owner](void*) {}, options);
+}
+
 }  // namespace
 
-py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py::object& view) {
+py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py::object& view,
+                        std::shared_ptr<const void> owner) {
   auto slice = [&](const ByteSpan& s) -> py::object {
     if (!s.present) return py::none();
     const auto start = static_cast<py::ssize_t>(s.data - base);
@@ -76,6 +134,16 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   out["refit_map"] = slice(blob.refit_map);
   out["metadata"] = slice(blob.metadata);
   out["data"] = view;  // the whole blob: WEIGHTS offsets are from its start
+  py::list refit;
+  for (const RefitEntry& e : blob.refit_entries) refit.append(refit_entry_dict(e));
+  out["refit_entries"] = refit;
+  if (owner) {
+    py::list views;
+    for (const WeightEntry& w : blob.weight_entries) views.append(weight_view(w, base, owner));
+    out["weight_views"] = views;
+  } else {
+    out["weight_views"] = py::none();
+  }
   return out;
 }
 

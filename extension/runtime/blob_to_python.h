@@ -10,6 +10,11 @@
 namespace et_tensorrt {
 
 // `view` must be a memoryview of exactly the bytes `blob` was parsed from, starting at `base`.
-pybind11::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const pybind11::object& view);
+// With an `owner` (the delegate's, which owns those bytes), the dict's "weight_views" holds every WEIGHTS entry
+// as a CPU tensor viewing the bytes in place: no copy; each view keeps `owner` alive, so the bytes outlive
+// every tensor made from them. The bytes may be read-only memory (a mapped file): views must not be written.
+// An entry whose address is not aligned for its dtype is copied instead. Without an owner it is None.
+pybind11::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const pybind11::object& view,
+                              std::shared_ptr<const void> owner = nullptr);
 
 }  // namespace et_tensorrt

@@ -42,12 +42,23 @@ ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg
   return v;
 }
 
-DelegateHandle::DelegateHandle(const void* blob, size_t size)
-    : bytes_(static_cast<const uint8_t*>(blob), static_cast<const uint8_t*>(blob) + size),
-      blob_(parse_delegate_blob(bytes_.data(), bytes_.size())) {
+namespace {
+// The processed buffer, moved out of ExecuTorch's BackendDelegate (its own segment_ is then empty, and freeing
+// it there is a no-op): munmap/free happens when the last owner lets go.
+std::shared_ptr<const void> own(executorch::runtime::FreeableBuffer&& processed) {
+  return std::make_shared<executorch::runtime::FreeableBuffer>(std::move(processed));
+}
+}  // namespace
+
+DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
+    : buffer_(own(std::move(processed))),
+      blob_data_(
+          static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
+      blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
+      blob_(parse_delegate_blob(blob_data_, blob_size_)) {
   py::gil_scoped_acquire gil;
   try {
-    executor_ = create_executor(blob_, bytes_.data(), bytes_.size(), cuda_device_count(), choice_);
+    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_);
   } catch (const py::error_already_set& e) {
     throw python_error(e);  // ExecuTorch's init failure carries one line, not a traceback
   }

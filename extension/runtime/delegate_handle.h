@@ -4,8 +4,8 @@
 // The executor is chosen at init (executor_choice.h, recorded in every plan) and built by
 // et_tensorrt.runtime.executors: TensorRT through its Python API where it can run (each call then takes the
 // GIL), otherwise the partition's exported program with PyTorch — through a C++ GraphInterpreter (no Python,
-// no GIL per call) where the graph allows. This class owns the
-// blob bytes, the executor and the staging buffers (reused across calls while shapes stay the same).
+// no GIL per call) where the graph allows. This class owns the blob bytes (ExecuTorch's processed buffer
+// itself, never a copy), the executor and the staging buffers (reused across calls while shapes stay the same).
 #pragma once
 
 #include <torch/python.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/freeable_buffer.h>
 #include <executorch/runtime/core/span.h>
 
 #include "blob_reader.h"
@@ -27,10 +28,15 @@ namespace et_tensorrt {
 
 class DelegateHandle {
  public:
-  // Copies `blob` (ExecuTorch may free the processed buffer after init). Needs the GIL; throws on a
-  // damaged blob or when no executor is allowed to run here.
-  DelegateHandle(const void* blob, size_t size);
-  ~DelegateHandle();  // releases the Python executor under the GIL
+  // Takes ExecuTorch's processed buffer (no copy: it may be a mapped file region, and is freed when the handle
+  // and every weight view made from it are gone). Needs the GIL; throws on a damaged blob or when no executor
+  // is allowed to run here.
+  explicit DelegateHandle(executorch::runtime::FreeableBuffer&& processed);
+  ~DelegateHandle();  // releases the Python executor under the GIL, then the buffer
+
+  // The processed bytes, shared with the weight views the PyTorch executor holds (blob_to_python).
+  const void* blob_data() const { return blob_data_; }
+  size_t blob_size() const { return blob_size_; }
 
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
   // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.
@@ -55,7 +61,11 @@ class DelegateHandle {
                   executorch::runtime::Span<executorch::runtime::EValue*> args);
   at::Tensor staging(std::vector<at::Tensor>& pool, size_t i, const at::Tensor& like, c10::Device device);
 
-  std::vector<uint8_t> bytes_;  // owns the memory blob_ points into
+  // Owns ExecuTorch's processed buffer (a FreeableBuffer moved in): blob_ and the weight views point into it.
+  // Declared first so it is released last; weight views hold it too, so it outlives every tensor made from it.
+  std::shared_ptr<const void> buffer_;
+  const uint8_t* blob_data_ = nullptr;
+  size_t blob_size_ = 0;
   DelegateBlob blob_;
   pybind11::object executor_;
   pybind11::object run_;                            // executor_.run, looked up once

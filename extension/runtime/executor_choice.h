@@ -37,7 +37,9 @@ int cuda_device_count();
 // executor may run: an engine-only blob whose engine cannot run here, or the policy refuses the fallback;
 // the executors module's own errors propagate as Python errors (py::error_already_set).
 // `cuda_devices`: the CUDA device count to decide with (cuda_device_count() unless a test fakes a GPU).
+// `owner` (the delegate's, owning `data`): the executor's weights are views of `data` that keep it alive
+// (blob_to_python's "weight_views"); without one, they are copied out of `data`.
 pybind11::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
-                                 ExecutorChoice& choice);
+                                 ExecutorChoice& choice, std::shared_ptr<const void> owner = nullptr);
 
 }  // namespace et_tensorrt

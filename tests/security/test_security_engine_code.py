@@ -132,19 +132,40 @@ def test_an_engine_only_blob_fails_init_with_the_reason_where_its_engine_cannot_
         executors.create_executor(engine_only)
 
 
-def test_a_weight_stripped_engine_is_never_run_by_this_build(monkeypatch):
-    """REFIT_MAP is reserved (issue 17): until refitting exists, the engine of such a blob is not used."""
+def test_a_weight_stripped_engine_is_never_run_unrefitted(monkeypatch):
+    """A blob with REFIT_MAP: its engine runs only once refitted; a refit that cannot complete (the engine asks
+    for a weight the map does not describe) leaves the engine unused, with the reason (issue 17)."""
+    import struct
+
     from et_tensorrt import blob as B
+    from et_tensorrt import trt
     from et_tensorrt.runtime import executors
+
+    class FakeRefitter:
+        def __init__(self, engine, logger):
+            pass
+
+        def get_all_weights(self):
+            return ["fc.weight"]
+
+    class FakeTrt:
+        Refitter = FakeRefitter
+
+        @staticmethod
+        def Runtime(logger):  # noqa: N802 - TensorRT's spelling
+            return FakeRuntime(logger)
 
     sections = [
         (B.SECTION_IO_TABLE, B.encode_io_table(F.IO)),
         (B.SECTION_ENGINE, PLAIN_ENGINE),
         (B.SECTION_GRAPH, F.GRAPH),
         (B.SECTION_WEIGHTS, B.encode_weights(F.WEIGHTS)),
-        (B.SECTION_REFIT_MAP, b""),
+        (B.SECTION_REFIT_MAP, struct.pack("<II", 0, 0)),
     ]
     blob = B.read_blob(B.write_sections(sections, 1, 0))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device", lambda d: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(trt, "module", lambda: FakeTrt)
+    monkeypatch.setattr(engine_loading, "make_logger", lambda trt: FakeLogger())
     engine, reason = executors._deserialize(blob, torch.device("cuda", 0))
-    assert engine is None and "weight-stripped" in reason
+    assert engine is None and "weight-stripped engine could not be refitted" in reason and "fc.weight" in reason
