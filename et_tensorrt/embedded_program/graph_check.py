@@ -126,7 +126,13 @@ def check_sym(v, cls, where: str, lo: int = INT64[0]) -> None:
     kind, value = _union(v, cls, where)
     if kind == "as_expr":
         check_expr(value, where)
-    elif kind == "as_int":
+    else:
+        _check_literal(kind, value, where, lo)
+
+
+def _check_literal(kind: str, value, where: str, lo: int = INT64[0]) -> None:
+    """The literal kinds a SymInt / SymBool / SymFloat value or argument may hold."""
+    if kind == "as_int":
         check_int(value, where, lo)
     elif kind == "as_bool":
         if not isinstance(value, bool):
@@ -176,16 +182,8 @@ def _sym_arg(v, cls, where: str) -> None:
     kind, value = _union(v, cls, where)
     if kind == "as_name":
         check_name(value, where)
-    elif kind == "as_int":
-        check_int(value, where)
-    elif kind == "as_bool":
-        if not isinstance(value, bool):
-            refuse(where, "is not a bool")
-    elif kind == "as_float":
-        if not isinstance(value, float):
-            refuse(where, "is not a float")
     else:
-        refuse(where, f"unknown kind {kind!r}")
+        _check_literal(kind, value, where)
 
 
 # What each refused Argument kind would bring in.
