@@ -20,19 +20,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import bench_models  # this folder (the script's own) is on sys.path
 import torch
 from torch.export import Dim
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite_plugins"))
-
-_TINY = dict(vocab=128, hidden=32, layers=2, heads=2, ffn=64)
 
 
 @dataclass
@@ -46,20 +41,10 @@ class Case:
     run_sizes: list = field(default_factory=list)  # kwargs of make_inputs
 
 
-def _torchvision():
-    import torchvision
-    import torchvision_op_schemas  # noqa: F401  (torchvision's C++ ops cannot load beside a CPU torch)
-
-    return torchvision
-
-
-def _estimate_batch_norm(model: torch.nn.Module, shape) -> torch.nn.Module:
-    """Random-init BatchNorm statistics make outputs ~1e-9: estimate them from a few random batches."""
-    model.train()
-    with torch.no_grad():
-        for _ in range(3):
-            model(torch.randn(shape))
-    return model.eval()
+# The zoo's helpers (scripts/bench_models.py): the torchvision import that declares its op schemas first,
+# BatchNorm statistics estimated from random batches, the tiny transformer models.
+_torchvision = bench_models._import_torchvision
+_estimate_batch_norm = bench_models._estimate_batch_norm
 
 
 def resnet18() -> Case:
@@ -102,7 +87,7 @@ def _tokens(model, names, key, seq_names=None, mask=False, dynamic_seq=True, **f
                 m[0, s - 1 :] = 0 if s > 1 else 1
                 out.append(m)
             else:
-                out.append(torch.randint(0, _TINY["vocab"], (batch, s)))
+                out.append(torch.randint(0, bench_models.TINY["vocab"], (batch, s)))
         return tuple(out)
 
     batch = Dim("batch", min=1, max=8)
@@ -117,64 +102,29 @@ def _tokens(model, names, key, seq_names=None, mask=False, dynamic_seq=True, **f
     return Case(wrapped, make(), dynamic, make, sizes)
 
 
-def _transformers():
-    _torchvision()  # transformers imports torchvision when it is installed
-    import transformers
-
-    torch.manual_seed(0)
-    return transformers
-
-
-def _bert_model():
-    tf, t = _transformers(), _TINY
-    cfg = tf.BertConfig(
-        vocab_size=t["vocab"],
-        hidden_size=t["hidden"],
-        num_hidden_layers=t["layers"],
-        num_attention_heads=t["heads"],
-        intermediate_size=t["ffn"],
-        max_position_embeddings=64,
-    )
-    return tf.BertModel(cfg)
+def _zoo():
+    """The model zoo's tiny transformer models (transformers imports torchvision when it is installed)."""
+    _torchvision()
+    return bench_models
 
 
 def bert_batch() -> Case:
-    return _tokens(_bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True, dynamic_seq=False)
+    return _tokens(
+        _zoo().bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True, dynamic_seq=False
+    )
 
 
 def bert() -> Case:
-    return _tokens(_bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
+    return _tokens(_zoo().bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
 
 
 def gpt2() -> Case:
-    tf, t = _transformers(), _TINY
-    cfg = tf.GPT2Config(
-        vocab_size=t["vocab"],
-        n_embd=t["hidden"],
-        n_layer=t["layers"],
-        n_head=t["heads"],
-        n_positions=64,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    # torch 2.13 + transformers 5: GPT-2's sdpa attention fails in run_decompositions for every backend.
-    model = tf.GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
-    return _tokens(model, ("input_ids",), "logits", use_cache=False)
+    return _tokens(_zoo().gpt2_model(), ("input_ids",), "logits", use_cache=False)
 
 
 def t5() -> Case:
-    tf, t = _transformers(), _TINY
-    cfg = tf.T5Config(
-        vocab_size=t["vocab"],
-        d_model=t["hidden"],
-        d_kv=t["hidden"] // t["heads"],
-        d_ff=t["ffn"],
-        num_layers=t["layers"],
-        num_heads=t["heads"],
-        decoder_start_token_id=0,
-    )
     return _tokens(
-        tf.T5ForConditionalGeneration(cfg),
+        _zoo().t5_model(),
         ("input_ids", "decoder_input_ids"),
         "logits",
         seq_names=["seq", "target_seq"],
@@ -183,17 +133,7 @@ def t5() -> Case:
 
 
 def llama() -> Case:
-    tf, t = _transformers(), _TINY
-    cfg = tf.LlamaConfig(
-        vocab_size=t["vocab"],
-        hidden_size=t["hidden"],
-        intermediate_size=t["ffn"],
-        num_hidden_layers=t["layers"],
-        num_attention_heads=t["heads"],
-        num_key_value_heads=1,
-        max_position_embeddings=64,
-    )
-    return _tokens(tf.LlamaForCausalLM(cfg), ("input_ids",), "logits", use_cache=False)
+    return _tokens(_zoo().llama_model(), ("input_ids",), "logits", use_cache=False)
 
 
 ROWS = {

@@ -133,7 +133,7 @@ def _vision(name: str, size: int = 224, **kwargs) -> Callable[[], Zoo]:
     return build
 
 
-_TINY = dict(vocab=128, hidden=32, layers=2, heads=2, ffn=64)
+TINY = dict(vocab=128, hidden=32, layers=2, heads=2, ffn=64)
 
 
 class _HFWrapper(torch.nn.Module):
@@ -148,7 +148,7 @@ class _HFWrapper(torch.nn.Module):
 def _token_zoo(model, names, key, batch=2, seq=8, mask=False, **fixed) -> Zoo:
     def make(sizes: dict) -> tuple:
         b, s = sizes.get("batch", batch), sizes.get("seq", seq)
-        ids = [torch.randint(0, _TINY["vocab"], (b, s)) for _ in names if _ != "attention_mask"]
+        ids = [torch.randint(0, TINY["vocab"], (b, s)) for _ in names if _ != "attention_mask"]
         if mask:  # a padded batch: the last positions of the first sequence are masked out
             m = torch.ones(b, s, dtype=torch.int64)
             m[0, s - 2 :] = 0
@@ -161,12 +161,15 @@ def _token_zoo(model, names, key, batch=2, seq=8, mask=False, **fixed) -> Zoo:
     return Zoo(wrapper, inputs, axes, make)
 
 
-def _bert() -> Zoo:
-    _import_torchvision()
+# The tiny transformer models (random init, nothing downloaded); scripts/bench_dynamic.py builds its rows
+# from these too.
+
+
+def bert_model():
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
-    t = _TINY
+    t = TINY
     cfg = BertConfig(
         vocab_size=t["vocab"],
         hidden_size=t["hidden"],
@@ -175,15 +178,14 @@ def _bert() -> Zoo:
         intermediate_size=t["ffn"],
         max_position_embeddings=64,
     )
-    return _token_zoo(BertModel(cfg), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
+    return BertModel(cfg)
 
 
-def _gpt2() -> Zoo:
-    _import_torchvision()
+def gpt2_model():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    t = _TINY
+    t = TINY
     cfg = GPT2Config(
         vocab_size=t["vocab"],
         n_embd=t["hidden"],
@@ -194,16 +196,14 @@ def _gpt2() -> Zoo:
         eos_token_id=0,
     )
     # torch 2.13 + transformers 5: GPT-2's sdpa attention fails in run_decompositions for every backend.
-    model = GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
-    return _token_zoo(model, ("input_ids",), "logits", use_cache=False)
+    return GPT2LMHeadModel._from_config(cfg, attn_implementation="eager")
 
 
-def _t5() -> Zoo:
-    _import_torchvision()
+def t5_model():
     from transformers import T5Config, T5ForConditionalGeneration
 
     torch.manual_seed(0)
-    t = _TINY
+    t = TINY
     cfg = T5Config(
         vocab_size=t["vocab"],
         d_model=t["hidden"],
@@ -213,15 +213,14 @@ def _t5() -> Zoo:
         num_heads=t["heads"],
         decoder_start_token_id=0,
     )
-    return _token_zoo(T5ForConditionalGeneration(cfg), ("input_ids", "decoder_input_ids"), "logits", use_cache=False)
+    return T5ForConditionalGeneration(cfg)
 
 
-def _llama() -> Zoo:
-    _import_torchvision()
+def llama_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    t = _TINY
+    t = TINY
     cfg = LlamaConfig(
         vocab_size=t["vocab"],
         hidden_size=t["hidden"],
@@ -231,7 +230,27 @@ def _llama() -> Zoo:
         num_key_value_heads=1,
         max_position_embeddings=64,
     )
-    return _token_zoo(LlamaForCausalLM(cfg), ("input_ids",), "logits", use_cache=False)
+    return LlamaForCausalLM(cfg)
+
+
+def _bert() -> Zoo:
+    _import_torchvision()
+    return _token_zoo(bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
+
+
+def _gpt2() -> Zoo:
+    _import_torchvision()
+    return _token_zoo(gpt2_model(), ("input_ids",), "logits", use_cache=False)
+
+
+def _t5() -> Zoo:
+    _import_torchvision()
+    return _token_zoo(t5_model(), ("input_ids", "decoder_input_ids"), "logits", use_cache=False)
+
+
+def _llama() -> Zoo:
+    _import_torchvision()
+    return _token_zoo(llama_model(), ("input_ids",), "logits", use_cache=False)
 
 
 ROWS: list[Row] = [
