@@ -139,11 +139,32 @@ def run_batches(
     return (1 if crashes or hangs or code_events or leftovers else 0), figures
 
 
-def add_child_arguments(parser) -> None:
+def fuzz_parser(doc: str, *, inputs: int, batch: int, batch_timeout: int, models: str, artifacts: str):
+    """The options every whole-file fuzzer takes (fuzz_pte.py, fuzz_program.py) and the hidden child ones;
+    ``artifacts`` is the default folder ($ARTIFACTS overrides it)."""
     import argparse
+    import os
 
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", type=int, default=inputs)
+    p.add_argument("--batch", type=int, default=batch)
+    p.add_argument("--batch-timeout", type=int, default=batch_timeout)
+    p.add_argument("--models", default=models, help="seed models (scripts/fuzz_pte.py), comma-separated")
+    p.add_argument("--artifacts", default=os.environ.get("ARTIFACTS", artifacts))
+    p.add_argument("--figures", help="append the figures (one JSON line) to this file")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for flag in ("--start", "--stop"):
-        parser.add_argument(flag, type=int, help=argparse.SUPPRESS)
+        p.add_argument(flag, type=int, help=argparse.SUPPRESS)
     for flag in ("--progress", "--result", "--canary"):
-        parser.add_argument(flag, help=argparse.SUPPRESS)
+        p.add_argument(flag, help=argparse.SUPPRESS)
+    return p
+
+
+def fuzz_main(parser, child: Callable, parent: Callable[..., int]) -> int:
+    """A child runs its batch of inputs (exit 0); the parent drives the children and returns the status."""
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return 0
+    return parent(args)

@@ -31,11 +31,9 @@ figures for the seed.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import io
 import json
-import os
 import random
 import struct
 import sys
@@ -484,22 +482,17 @@ def parent(args) -> int:
 def main() -> int:
     sys.path.insert(0, str(ROOT / "scripts"))
     sys.path.insert(0, str(ROOT / "tests"))
-    from fuzz_children import add_child_arguments
+    from fuzz_children import fuzz_main, fuzz_parser
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--inputs", type=int, default=20000)
-    p.add_argument("--batch", type=int, default=1000)
-    p.add_argument("--batch-timeout", type=int, default=300)
-    p.add_argument("--models", default="mlp,conv,dynamic", help="seed models (scripts/fuzz_pte.py), comma-separated")
-    p.add_argument("--artifacts", default=os.environ.get("ARTIFACTS", "/tmp/et_tensorrt_fuzz_program"))
-    p.add_argument("--figures", help="append the figures (one JSON line) to this file")
-    add_child_arguments(p)
-    args = p.parse_args()
-    if args.child:
-        child(args)
-        return 0
-    return parent(args)
+    p = fuzz_parser(
+        __doc__,
+        inputs=20000,
+        batch=1000,
+        batch_timeout=300,
+        models="mlp,conv,dynamic",
+        artifacts="/tmp/et_tensorrt_fuzz_program",
+    )
+    return fuzz_main(p, child, parent)
 
 
 if __name__ == "__main__":

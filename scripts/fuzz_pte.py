@@ -18,8 +18,6 @@ docs/security.md). ``--no-verify`` loads with ``Runner(verify=False)`` to measur
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
 import sys
 from pathlib import Path
@@ -219,23 +217,18 @@ def parent(args) -> int:
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from fuzz_children import add_child_arguments
+    from fuzz_children import fuzz_main, fuzz_parser
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--inputs", type=int, default=2000)
-    p.add_argument("--batch", type=int, default=250)
-    p.add_argument("--batch-timeout", type=int, default=120)
-    p.add_argument("--models", default=",".join(SEED_MODELS), help="seed models, comma-separated")
+    p = fuzz_parser(
+        __doc__,
+        inputs=2000,
+        batch=250,
+        batch_timeout=120,
+        models=",".join(SEED_MODELS),
+        artifacts="/tmp/et_tensorrt_fuzz_pte",
+    )
     p.add_argument("--no-verify", action="store_true", help="load with Runner(verify=False) (the opt-out)")
-    p.add_argument("--artifacts", default=os.environ.get("ARTIFACTS", "/tmp/et_tensorrt_fuzz_pte"))
-    p.add_argument("--figures", help="append the figures (one JSON line) to this file")
-    add_child_arguments(p)
-    args = p.parse_args()
-    if args.child:
-        child(args)
-        return 0
-    return parent(args)
+    return fuzz_main(p, child, parent)
 
 
 if __name__ == "__main__":
