@@ -14,6 +14,7 @@ from pathlib import Path
 import blob_fixtures as F
 import pytest
 import torch
+from dtypes import REFUSED_DTYPES
 
 import et_tensorrt
 from et_tensorrt import _C, describe, describe_inputs
@@ -49,30 +50,6 @@ def test_unmodeled_device_is_refused(device):
     with pytest.raises(UnsupportedDeviceError):
         et_tensorrt.translate_device("not-a-device")
     valid_call_succeeds()
-
-
-REFUSED_DTYPES = [
-    getattr(torch, n)
-    for n in [
-        "uint1",
-        "uint2",
-        "uint3",
-        "uint4",
-        "uint5",
-        "uint6",
-        "uint7",
-        "int1",
-        "int2",
-        "int3",
-        "int4",
-        "int5",
-        "int6",
-        "int7",
-        "float4_e2m1fn_x2",
-        "float8_e8m0fnu",
-    ]
-    if hasattr(torch, n)
-]
 
 
 @pytest.mark.parametrize("dtype", REFUSED_DTYPES, ids=str)
