@@ -9,7 +9,9 @@ PyTorch fallback computes what the engine computes.
 * ``index_put`` with a boolean mask -> ``where`` (a static-shape op; the mask form needs NonZero);
 * ``index_put(..., accumulate=True)`` -> ``x + onehot(indices)^T @ values`` (ScatterND has no reduction);
 * negative integer indices of ``index`` / ``index_put`` on static dims -> ``index + size`` (ONNX allows
-  negative indices, TensorRT's GatherND/ScatterND do not promise to).
+  negative indices, TensorRT's GatherND/ScatterND do not promise to);
+* ``copy(dst, src)`` with a smaller ``src`` -> ``copy(dst, expand_as(src, dst))`` (the exporter's copy is a
+  cast only: a broadcasting ``src`` would keep its own shape).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ TARGETS = (
     "aten.arange.default",
     "aten.eq.Tensor",
     "aten.expand.default",
+    "aten.expand_as.default",
     "aten.lt.Scalar",
     "aten.matmul.default",
     "aten.mm.default",
@@ -121,6 +124,15 @@ def rewrite(node: torch.fx.Node, rw: Rewriter) -> None:
         _non_negative_indices(node, rw)
     if node.target is aten.index_put.default:
         _index_put(node, rw)
+    if node.target is aten.copy.default:
+        _broadcast_copy_source(node, rw)
+
+
+def _broadcast_copy_source(node: torch.fx.Node, rw: Rewriter) -> None:
+    dst, src = node.args[0], node.args[1]
+    if not isinstance(src, torch.fx.Node) or src.meta["val"].shape == dst.meta["val"].shape:
+        return
+    node.args = (dst, rw.emit(aten.expand_as.default, src, dst), *node.args[2:])
 
 
 # ---------------------------------------------------------------------------------- adaptive pooling

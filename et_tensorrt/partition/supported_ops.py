@@ -74,6 +74,9 @@ _ELEMENTWISE = (
     "aten.logical_not.default",
     "aten.logical_xor.default",
     "aten.log1p.default",
+    # ONNX Mod(fmod=1): C's truncating remainder, the sign of the dividend (torch.roll's index arithmetic)
+    "aten.fmod.Scalar",
+    "aten.fmod.Tensor",
 )
 # Bitwise ops: ONNX And/Or/Xor/Not on bool tensors (TensorRT has no integer bitwise ops: argument_limits).
 BITWISE = (
@@ -176,6 +179,12 @@ _SHAPE = _VIEWS + (
     "aten.index.Tensor",
     "aten.index_put.default",
     "aten.flatten.using_ints",
+    # ONNX ScatterND over the slice's positions (start/end may be sizes: swin's shifted-window mask)
+    "aten.slice_scatter.default",
+    # ONNX Pad, constant mode; the pads may be sizes (swin pads each image to whole windows)
+    "aten.constant_pad_nd.default",
+    # the functional form of ``dst.copy_(src)``: src broadcast to dst's shape and cast to its dtype
+    "aten.copy.default",
 )
 # Casts. Device-changing ones are refused by the placement rule, not by this table.
 _CASTS = (
