@@ -10,6 +10,7 @@ PyTorch fallback computes what the engine computes.
 * ``index_put(..., accumulate=True)`` -> ``x + onehot(indices)^T @ values`` (ScatterND has no reduction);
 * negative integer indices of ``index`` / ``index_put`` on static dims -> ``index + size`` (ONNX allows
   negative indices, TensorRT's GatherND/ScatterND do not promise to);
+* ``as_strided`` that equals a reshape -> that reshape (ONNX has no strides);
 * ``copy(dst, src)`` with a smaller ``src`` -> ``copy(dst, expand_as(src, dst))`` (the exporter's copy is a
   cast only: a broadcasting ``src`` would keep its own shape).
 """
@@ -26,6 +27,7 @@ from et_tensorrt.partition.argument_limits import (
     ADAPTIVE_POOLING,
     adaptive_avg_pool2d_sizes,
     adaptive_pool_window,
+    as_strided_reshape,
     index_put_accumulate_dims,
     index_put_mask,
 )
@@ -126,6 +128,15 @@ def rewrite(node: torch.fx.Node, rw: Rewriter) -> None:
         _index_put(node, rw)
     if node.target is aten.copy.default:
         _broadcast_copy_source(node, rw)
+    if node.target in (aten.as_strided.default, aten.as_strided_copy.default):
+        _as_strided_as_reshape(node)
+
+
+def _as_strided_as_reshape(node: torch.fx.Node) -> None:
+    sizes = as_strided_reshape(node)
+    if sizes is None:
+        raise EngineBuildError(f"{node.name}: this as_strided is not a reshape and cannot be converted")
+    node.target, node.args, node.kwargs = aten.reshape.default, (node.args[0], sizes), {}
 
 
 def _broadcast_copy_source(node: torch.fx.Node, rw: Rewriter) -> None:

@@ -8,6 +8,7 @@ node can be rewritten live here, so the partitioner and the rewrite cannot disag
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -229,6 +230,50 @@ def _attention_limit(node) -> str | None:
     return None
 
 
+def _contiguous_strides(sizes) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= size
+    return strides[::-1]
+
+
+def _dense_over_sizes(sizes, strides) -> bool:
+    """Row-major strides for every dim that has more than one element (a size-1 dim's stride is never used)."""
+    return all(size == 1 or stride == want for size, stride, want in zip(sizes, strides, _contiguous_strides(sizes)))
+
+
+def as_strided_reshape(node) -> list[int] | None:
+    """The sizes of the reshape an ``as_strided`` node equals, or None.
+
+    ``as_strided(x, size, stride, 0)`` reads x's storage; when x is row-major (its own strides, as recorded)
+    and ``stride`` is row-major for ``size`` with as many elements, every element lands where a reshape puts
+    it. ExecuTorch's decomposition of a global adaptive average pooling over a dynamic size leaves such a
+    node (``mean`` -> ``as_strided`` to the channels-last strides eager would give the 1x1 result)."""
+    val = _val(node.args[0])
+    sizes, strides = _arg(node, 1, "size"), _arg(node, 2, "stride")
+    offset = _arg(node, 3, "storage_offset", None)
+    if (
+        not isinstance(val, torch.Tensor)
+        or not isinstance(sizes, (list, tuple))
+        or not isinstance(strides, (list, tuple))
+    ):
+        return None
+    if offset not in (None, 0) or len(sizes) != len(strides):
+        return None
+    if not all(isinstance(v, int) for v in (*sizes, *strides, *val.shape, *val.stride())):
+        return None  # symbolic sizes or strides: not provably a reshape
+    if math.prod(sizes) != val.numel() or not _dense_over_sizes(list(val.shape), list(val.stride())):
+        return None
+    return list(sizes) if _dense_over_sizes(list(sizes), list(strides)) else None
+
+
+def _as_strided_limit(node) -> str | None:
+    if as_strided_reshape(node) is None:
+        return "as_strided is delegated only where it equals a reshape (static row-major sizes and strides, offset 0)"
+    return None
+
+
 # Ops in the table whose TensorRT conversion has limits on their arguments (found by ExecuTorch's
 # backend conformance suite); op name -> check returning why a node is refused, or None.
 ARGUMENT_LIMITS = {
@@ -244,6 +289,8 @@ ARGUMENT_LIMITS = {
     "aten.index_put.default": _index_put_limit,
     "aten.topk.default": _topk_limit,
     "aten.scaled_dot_product_attention.default": _attention_limit,
+    "aten.as_strided.default": _as_strided_limit,
+    "aten.as_strided_copy.default": _as_strided_limit,
 }
 
 

@@ -185,6 +185,9 @@ _SHAPE = _VIEWS + (
     "aten.constant_pad_nd.default",
     # the functional form of ``dst.copy_(src)``: src broadcast to dst's shape and cast to its dtype
     "aten.copy.default",
+    # only where it equals a reshape (argument_limits.as_strided_reshape; op_rewrites makes it one)
+    "aten.as_strided.default",
+    "aten.as_strided_copy.default",
 )
 # Casts. Device-changing ones are refused by the placement rule, not by this table.
 _CASTS = (

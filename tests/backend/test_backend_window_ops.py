@@ -74,3 +74,20 @@ def test_pads_that_crop_and_strided_slice_scatter():
 
     args = (torch.randn(2, 7, 5), torch.randn(2, 3, 5))
     _lowers_whole(Tester(PadsAndSlices(), args)).run_both().check_parity(exact=True)
+
+
+def test_global_average_pooling_over_a_dynamic_size():
+    """ExecuTorch decomposes it to ``mean`` and an ``as_strided`` that only restrides a 1x1 result: a reshape."""
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool, self.fc = torch.nn.AdaptiveAvgPool2d(1), torch.nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.pool(x.permute(0, 3, 1, 2)), 1))
+
+    x = torch.randn(2, 12, 10, 6)
+    tester = _lowers_whole(Tester(Head(), (x,), ({1: Dim("h", min=2, max=32), 2: Dim("w", min=2, max=32)},)))
+    for h, w in ((12, 10), (2, 31), (32, 7)):
+        tester.run_runner([torch.randn(2, h, w, 6)]).check_parity()

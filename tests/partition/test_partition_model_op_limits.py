@@ -129,3 +129,22 @@ def test_attention_with_dropout_is_refused_where_it_survives_decomposition():
         "aten_scaled_dot_product_attention_default": "unsupported-args (aten.scaled_dot_product_attention.default: "
         "dropout_p must be 0 (an engine runs inference))"
     }
+
+
+class Restrides(torch.nn.Module):
+    def forward(self, x):
+        return (
+            torch.as_strided(x, (2, 3), (1, 2)) + 1,  # a transpose of the storage: not a reshape
+            torch.as_strided(x, (3, 2), (2, 1)) + 1,  # row-major: a reshape, delegated
+            torch.as_strided(x, (1, 6, 1), (99, 1, 7)) + 1,  # size-1 dims' strides are never used: a reshape
+            torch.as_strided(x, (2, 2), (2, 1), 2) + 1,  # an offset into the storage
+        )
+
+
+def test_as_strided_is_delegated_only_as_a_reshape():
+    refused = _refused(Restrides(), (torch.randn(2, 3),))
+    why = (
+        "unsupported-args (aten.as_strided_copy.default: as_strided is delegated only where it equals a reshape "
+        "(static row-major sizes and strides, offset 0))"
+    )
+    assert refused == {"aten_as_strided_copy_default": why, "aten_as_strided_copy_default_3": why}
