@@ -1,10 +1,10 @@
 """Repro: the backend suite's swin_v2_t with dynamic height/width through our flow, outside the suite's
 1200 s limit, with a stack sample every minute (where the time goes) and engine progress lines.
 
-    PYTHON=<venv with torchvision> $PYTHON scripts/repro_swin_dynamic.py     (~20-30 min on 2 cores)
+    PYTHON=<venv with torchvision> $PYTHON scripts/repro_swin_dynamic.py     (~5 min on 2 cores)
 
-Known state (docs/conformance.md, Models): 233 partitions; lowering completes; running the program
-raises MemoryError (std::bad_alloc) from ExecuTorch's run_method.
+State (docs/conformance.md, Models): one partition, passes (about 5 minutes on 2 cores). Before
+2026-12-03: 233 partitions, then MemoryError (std::bad_alloc) from ExecuTorch's run_method.
 """
 
 import logging
