@@ -27,6 +27,11 @@ import torch
 
 ROWS: list[dict] = []
 NO_GPU = "skipped: no GPU"
+# The refit row on a bundle lowered without a GPU (the only skip besides NO_GPU that --local accepts).
+REFIT_NOT_BUNDLED = (
+    "no weights='refit' program in the bundle: TensorRT-RTX 1.7.1 builds weight-stripped engines "
+    "only with a GPU and the bundle is lowered on a CPU machine (check_models.REFIT_PROGRAMS)"
+)
 LATENCY_WARMUP, LATENCY_ITERS = 20, 200
 
 
@@ -513,10 +518,7 @@ class Checks:
         )
 
     def refit_not_bundled(self):
-        raise Skip(
-            "no weights='refit' program in the bundle: TensorRT-RTX 1.7.1 builds weight-stripped engines "
-            "only with a GPU and the bundle is lowered on a CPU machine (check_models.REFIT_PROGRAMS)"
-        )
+        raise Skip(REFIT_NOT_BUNDLED)
 
     def no_exir(self):
         loaded = sorted(m for m in sys.modules if m.startswith("executorch"))
