@@ -124,7 +124,7 @@ class _Cast(torch.nn.Module):
     def forward(self, *args):
         if self.dtype is None:
             return self.inner(*args)
-        cast = [a.to(self.dtype) if a.dtype == torch.float32 else a for a in args]
+        cast = [a.to(self.dtype) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args]
         outs = self.inner(*cast)
         single = not isinstance(outs, (tuple, list))
         outs = (outs,) if single else tuple(outs)
@@ -170,7 +170,8 @@ def with_precision(
         for info in inputs
     )
     dynamic = any(spec for spec in dyn)
-    return torch.export.export(module, args, dynamic_shapes=tuple(dyn) if dynamic else None, strict=False)
+    # _Cast.forward(*args): torch.export sees one input, the tuple of the partition's inputs.
+    return torch.export.export(module, args, dynamic_shapes=(tuple(dyn),) if dynamic else None, strict=False)
 
 
 def _info(name: str, val, ranges: SymbolRanges, ep: ExportedProgram) -> TensorInfo:

@@ -137,6 +137,27 @@ def test_batch_declared_from_1_runs_at_1():
     assert blob.inputs[0].dims[0] == B.DimRange(1, 2, 8)
 
 
+# onnxruntime's CPU kernels have no bf16 convolution: the bf16 ONNX is not checked (TensorRT still builds it).
+@pytest.mark.parametrize("precision, validate", [("fp16", True), ("bf16", False)])
+def test_a_low_precision_engine_keeps_the_dynamic_batch(precision, validate):
+    """fp16/bf16 re-export the partition in that precision; the re-export keeps the declared range (it used
+    to fail: the casting wrapper takes its inputs as one tuple, the dynamic shapes were given per input)."""
+    import et_tensorrt
+    from et_tensorrt import blob as B
+    from et_tensorrt.testing import Tester
+
+    dynamic = ({0: Dim("batch", min=1, max=8)},)
+    tester = Tester(ConvHead().eval(), (torch.randn(2, 3, 8, 8),), dynamic)
+    tester.lower(min_block_size=1, precision=precision, validate=validate).check_partitions(1)
+    ((blob, _),) = tester.lowered_blobs()
+    assert blob.engine, blob.metadata.get("fallback_reason")
+    assert blob.inputs[0].dims[0] == B.DimRange(1, 2, 8) and blob.metadata["precision"] == precision
+    for batch in (1, 3, 8):
+        tester.run_runner([torch.randn(batch, 3, 8, 8)]).check_parity(
+            tolerances=et_tensorrt.parity.for_precision(precision)
+        )
+
+
 def test_opt_sizes_build_one_profile_each_and_the_table_holds_their_union():
     from executorch.exir import to_edge_transform_and_lower
 
