@@ -5,7 +5,8 @@ those); here they are rewritten, before the ONNX export. The same program is emb
 PyTorch fallback computes what the engine computes.
 
 * adaptive pooling with equal windows -> the plain pooling it equals;
-* 2-D adaptive average pooling with any windows -> ``P_h @ x @ P_w^T`` (constant averaging matrices);
+* 2-D adaptive average pooling with any windows -> ``P_h @ x @ P_w^T`` (averaging matrices: constants over
+  static sizes, computed from the size over dynamic ones);
 * ``index_put`` with a boolean mask -> ``where`` (a static-shape op; the mask form needs NonZero);
 * ``index_put(..., accumulate=True)`` -> ``x + onehot(indices)^T @ values`` (ScatterND has no reduction);
 * negative integer indices of ``index`` / ``index_put`` on static dims -> ``index + size`` (ONNX allows
@@ -41,15 +42,22 @@ TARGETS = (
     "aten.add.Scalar",
     "aten.add.Tensor",
     "aten.arange.default",
+    "aten.div.Tensor",
     "aten.eq.Tensor",
     "aten.expand.default",
     "aten.expand_as.default",
+    "aten.logical_and.default",
     "aten.lt.Scalar",
+    "aten.lt.Tensor",
     "aten.matmul.default",
     "aten.mm.default",
     "aten.mul.Scalar",
+    "aten.mul.Tensor",
+    "aten.permute.default",
     "aten.reshape.default",
     "aten.squeeze.dims",
+    "aten.sum.dim_IntList",
+    "aten.sym_size.int",
     "aten.unsqueeze.default",
     "aten.where.self",
     "aten.zeros_like.default",
@@ -168,10 +176,35 @@ def _adaptive_pooling(node: torch.fx.Node, rw: Rewriter) -> None:
     (h, w), (oh, ow) = sizes
     x = node.args[0]
     dtype = x.meta["val"].dtype
-    rows = rw.constant("adaptive_pool_rows", averaging_matrix(h, oh, dtype))  # (OH, H)
-    cols = rw.constant("adaptive_pool_cols", averaging_matrix(w, ow, dtype).t().contiguous())  # (W, OW)
+    rows = _averaging(rw, x, -2, h, oh, dtype)  # (OH, H)
+    cols = _averaging(rw, x, -1, w, ow, dtype, transposed=True)  # (W, OW)
     pooled_rows = rw.emit(aten.matmul.default, rows, x)  # (..., OH, W)
     node.target, node.args, node.kwargs = aten.matmul.default, (pooled_rows, cols), {}
+
+
+def _averaging(
+    rw: Rewriter, x: torch.fx.Node, dim: int, size, out: int, dtype: torch.dtype, transposed: bool = False
+) -> torch.fx.Node:
+    """The (out, size) averaging matrix of ``x``'s dim ``dim`` (``transposed``: (size, out)): a constant over a
+    static size; over a dynamic one, computed from the size in the graph (the engine computes it per shape)."""
+    if isinstance(size, int):
+        matrix = averaging_matrix(size, out, dtype)
+        stem = "adaptive_pool_cols" if transposed else "adaptive_pool_rows"
+        return rw.constant(stem, matrix.t().contiguous() if transposed else matrix)
+    # Window i holds position j iff floor(i*size/out) <= j < ceil((i+1)*size/out), that is
+    # i*size < (j+1)*out and j*out < (i+1)*size: integer comparisons, exact for every size.
+    n = rw.emit(aten.sym_size.int, x, x.meta["val"].dim() + dim)
+    j = rw.emit(aten.unsqueeze.default, rw.emit(aten.arange.default, n, dtype=torch.int64), 0)  # (1, size)
+    i = rw.constant("adaptive_pool_windows", torch.arange(out, dtype=torch.int64).reshape(out, 1))  # (out, 1)
+    starts_before = rw.emit(
+        aten.lt.Tensor, rw.emit(aten.mul.Tensor, i, n), rw.emit(aten.mul.Scalar, rw.emit(aten.add.Scalar, j, 1), out)
+    )
+    ends_after = rw.emit(
+        aten.lt.Tensor, rw.emit(aten.mul.Scalar, j, out), rw.emit(aten.mul.Tensor, rw.emit(aten.add.Scalar, i, 1), n)
+    )
+    inside = rw.emit(aten._to_copy.default, rw.emit(aten.logical_and.default, starts_before, ends_after), dtype=dtype)
+    matrix = rw.emit(aten.div.Tensor, inside, rw.emit(aten.sum.dim_IntList, inside, [-1], True))
+    return rw.emit(aten.permute.default, matrix, [1, 0]) if transposed else matrix
 
 
 def averaging_matrix(size: int, out: int, dtype: torch.dtype) -> torch.Tensor:

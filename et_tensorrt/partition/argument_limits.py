@@ -89,10 +89,12 @@ AVERAGING_ADAPTIVE_POOL2D = ("aten.adaptive_avg_pool2d.default", "aten._adaptive
 
 
 def adaptive_avg_pool2d_sizes(node) -> tuple | None:
-    """((H, W), (OH, OW)) of a 2-D adaptive average pooling with static spatial sizes, else None.
+    """((H, W), (OH, OW)) of a 2-D adaptive average pooling with static output sizes, else None. H and W may be
+    sizes of a dynamic input (SymInt).
 
-    Any such pooling (unequal, overlapping windows too) is two matrix products with constant averaging
-    matrices, ``P_h @ x @ P_w^T`` (``op_rewrites``)."""
+    Any such pooling (unequal, overlapping windows too) is two matrix products with averaging matrices,
+    ``P_h @ x @ P_w^T`` (``op_rewrites``): constants over a static size, computed in the engine from the
+    input's size over a dynamic one."""
     if op_name(node.target) not in AVERAGING_ADAPTIVE_POOL2D:
         return None
     val = getattr(node.args[0], "meta", {}).get("val")
@@ -101,7 +103,9 @@ def adaptive_avg_pool2d_sizes(node) -> tuple | None:
         return None
     spatial = tuple(val.shape[-2:])
     out = tuple(s if o is None else o for s, o in zip(spatial, output_size))
-    if len(out) != 2 or not all(isinstance(v, int) and v > 0 for v in spatial + out):
+    if len(out) != 2 or not all(isinstance(v, int) and v > 0 for v in out):
+        return None  # an output size that is itself a size of the input: not a fixed number of windows
+    if not all(isinstance(v, torch.SymInt) or (isinstance(v, int) and v > 0) for v in spatial):
         return None
     return spatial, out
 
@@ -109,7 +113,7 @@ def adaptive_avg_pool2d_sizes(node) -> tuple | None:
 def _adaptive_pool_limit(node) -> str | None:
     if adaptive_pool_window(node) is None and adaptive_avg_pool2d_sizes(node) is None:
         if op_name(node.target) in AVERAGING_ADAPTIVE_POOL2D:
-            return "adaptive average pooling is delegated only over static spatial sizes"
+            return "adaptive average pooling is delegated only with a static output size"
         return (
             "adaptive max and 3-D pooling are delegated only when the static input size is a multiple of "
             "the output size (equal windows: a plain pooling)"

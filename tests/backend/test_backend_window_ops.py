@@ -91,3 +91,18 @@ def test_global_average_pooling_over_a_dynamic_size():
     tester = _lowers_whole(Tester(Head(), (x,), ({1: Dim("h", min=2, max=32), 2: Dim("w", min=2, max=32)},)))
     for h, w in ((12, 10), (2, 31), (32, 7)):
         tester.run_runner([torch.randn(2, h, w, 6)]).check_parity()
+
+
+def test_adaptive_average_pooling_over_a_dynamic_size():
+    """alexnet / vgg's ``adaptive_avg_pool2d((6, 6))`` on a dynamic image: windows that overlap and change with
+    the size; the averaging matrices are computed in the engine from the input's size."""
+
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, (6, 6)), F.adaptive_avg_pool2d(x, (3, 1))
+
+    x = torch.randn(2, 4, 13, 9)
+    dynamic = ({2: Dim("h", min=2, max=40), 3: Dim("w", min=2, max=40)},)
+    tester = _lowers_whole(Tester(Pool(), (x,), dynamic))
+    for h, w in ((13, 9), (2, 40), (6, 6), (37, 5)):  # fewer rows than windows, equal, unequal
+        tester.run_runner([torch.randn(2, 4, h, w)]).check_parity()
