@@ -265,6 +265,8 @@ def as_strided_reshape(node) -> list[int] | None:
         return None
     if offset not in (None, 0) or len(sizes) != len(strides):
         return None
+    if offset == 0 and val.storage_offset() != 0:
+        return None  # an explicit 0 is absolute: it would read before x's first element
     if not all(isinstance(v, int) for v in (*sizes, *strides, *val.shape, *val.stride())):
         return None  # symbolic sizes or strides: not provably a reshape
     if math.prod(sizes) != val.numel() or not _dense_over_sizes(list(val.shape), list(val.stride())):

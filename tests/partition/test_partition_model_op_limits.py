@@ -101,17 +101,20 @@ def test_unequal_adaptive_average_pooling_is_delegated_max_pooling_refused():
     assert "aten__adaptive_avg_pool2d_default" in report.delegated
 
 
-def test_adaptive_average_pooling_over_a_dynamic_spatial_size_is_refused():
+def test_adaptive_average_pooling_is_refused_only_when_its_output_size_is_dynamic():
     class Pool(torch.nn.Module):
         def forward(self, x):
-            return F.adaptive_avg_pool2d(x, (3, 3))
+            # (3, 3) over a dynamic width: delegated (averaging matrices computed from the width);
+            # (3, None) keeps the dynamic width as the output's: no fixed number of windows.
+            return F.adaptive_avg_pool2d(x, (3, 3)), F.adaptive_avg_pool2d(x, (3, None))
 
     width = torch.export.Dim("width", min=4, max=32)
     ep = torch.export.export(Pool(), (torch.randn(1, 2, 8, 9),), dynamic_shapes=({3: width},))
     report = explain(ep, min_block_size=1)
-    (reason,) = report.host_nodes.values()
+    assert "aten__adaptive_avg_pool2d_default" in report.delegated
+    reason = report.host_nodes["aten__adaptive_avg_pool2d_default_1"]  # (the size it reads stays with it)
     assert reason.code == ReasonCode.UNSUPPORTED_ARGS
-    assert "over static spatial sizes" in reason.detail
+    assert "delegated only with a static output size" in reason.detail
 
 
 def test_attention_with_dropout_is_refused_where_it_survives_decomposition():
