@@ -33,7 +33,9 @@ MAX_STRING = 4096
 MAX_TREESPEC = 1 << 16
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_PATH_PART = re.compile(r"[A-Za-z0-9_]+\Z")
+# A module name may hold "-" (torchvision's regnet: ``block1-0``); torch.fx writes such a part as
+# ``getattr(m, "block1-0")`` without escaping, so quotes and backslashes must never pass.
+_PATH_PART = re.compile(r"[A-Za-z0-9_-]+\Z")
 # Names the generated forward() relies on: a value named like one would shadow it.
 _RESERVED = frozenset(dir(builtins)) | {
     "torch",
@@ -75,7 +77,7 @@ def check_name(v, where: str) -> None:
 
 
 def check_path(v, where: str) -> None:
-    """A weight's target: a dotted module path (``layers.0.weight``), no dunder parts."""
+    """A weight's target: a dotted module path (``layers.0.weight``, ``block1-0.proj``), no dunder parts."""
     if not isinstance(v, str) or not 0 < len(v) <= 4 * MAX_NAME:
         refuse(where, f"target {v!r} is not a dotted module path")
     for part in v.split("."):

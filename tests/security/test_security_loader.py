@@ -71,6 +71,19 @@ def test_the_written_program_loads_and_computes_what_the_model_does(program):
         torch.testing.assert_close(module(x), model(x))
 
 
+def test_module_names_with_a_dash_load():
+    """torchvision's regnet names its blocks ``block1-0``: a legal module name, written quoted by torch.fx."""
+    trunk = torch.nn.Module()
+    trunk.add_module("block1-0", torch.nn.Linear(8, 4))
+    model = torch.nn.Sequential(trunk).eval()
+    model.forward = lambda x: getattr(trunk, "block1-0")(x)
+    ep = torch.export.export(model, (torch.randn(2, 8),)).run_decompositions({})
+    graph, weights = serialize_program(ep)
+    assert any("block1-0" in w.name for w in weights)
+    x = torch.randn(2, 8)
+    torch.testing.assert_close(load(blob_with(graph, weights)).module()(x), model(x))
+
+
 def test_expressions_torch_writes_are_accepted(program):
     _, graph, _ = program
     assert "Symbol(" in graph.decode(), "the dynamic batch is written as an srepr expression"
