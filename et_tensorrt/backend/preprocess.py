@@ -223,11 +223,11 @@ def _verify_refit(export, data: bytes) -> None:
     """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS and
     REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise."""
     from et_tensorrt.backend.refit_derivation import verify_refit_map
-    from et_tensorrt.embedded_program.loader import weight_tensor
+    from et_tensorrt.embedded_program.loader import weight_tensors
 
     blob = blob_mod.read_blob(data)
-    tensors = [weight_tensor(blob, w) for w in blob.weights]
-    verify_refit_map(export.model_bytes, blob.refit_entries, tensors, blob.refit_map, [w.name for w in blob.weights])
+    names = [w.name for w in blob.weights]
+    verify_refit_map(export.model_bytes, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
 
 
 class EtTensorRTBackend(BackendDetails):

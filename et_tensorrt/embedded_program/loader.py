@@ -67,6 +67,14 @@ def weight_tensor(blob: Blob, entry: WeightEntry) -> torch.Tensor:
     return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
 
 
+def weight_tensors(blob: Blob) -> list[torch.Tensor]:
+    """Every WEIGHTS entry, in table order: in the delegate, views of ExecuTorch's buffer (no copy, see
+    Blob.weight_views); from ``read_blob``, copies out of ``blob.data``."""
+    if blob.weight_views is not None:
+        return list(blob.weight_views)
+    return [weight_tensor(blob, w) for w in blob.weights]
+
+
 def _check_values(name: str, t: torch.Tensor) -> None:
     if t.dtype == torch.bool and t.numel() and bool((t.view(torch.uint8) > 1).any()):
         _refuse(f"bool weight {name!r} holds bytes other than 0 and 1")
@@ -137,9 +145,8 @@ def load_program(blob: Blob) -> torch.export.ExportedProgram:
     """The blob's embedded program (GRAPH + WEIGHTS, or a version-1 PROGRAM archive), loaded safely."""
     if blob.graph is not None:
         program = checked_program(blob.graph)
-        # In the delegate, the weights are views of ExecuTorch's buffer (no copy, see Blob.weight_views).
-        views = blob.weight_views if blob.weight_views is not None else [weight_tensor(blob, w) for w in blob.weights]
-        tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, views, strict=True)}
+        weights = weight_tensors(blob)
+        tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, weights, strict=True)}
         return _deserialize(program, *bind_weights(program, tensors, strict=True))
     if blob.program is not None:
         from .archive_v1 import read_archive

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..blob import Blob
+from ..embedded_program.loader import weight_tensors
 from ..refit_map import rebuild
 
 
@@ -38,21 +39,12 @@ def _trt_dtype(trt, dtype: torch.dtype):
     return value
 
 
-def source_weights(blob: Blob) -> list[torch.Tensor]:
-    """The WEIGHTS entries as tensors: the delegate's views of its buffer, else copies out of ``blob.data``."""
-    if blob.weight_views is not None:
-        return list(blob.weight_views)
-    from ..embedded_program.loader import weight_tensor
-
-    return [weight_tensor(blob, w) for w in blob.weights]
-
-
 def refit_engine(trt, engine, blob: Blob, logger=None, refitter=None) -> int:
     """Refit ``engine`` from ``blob``; returns the number of weights set. ``refitter`` is injectable (tests)."""
     if refitter is None:
         refitter = trt.Refitter(engine, logger)
     entries = {e.name: e for e in blob.refit_entries}
-    weights = source_weights(blob)
+    weights = weight_tensors(blob)
     wanted = list(refitter.get_all_weights())
     missing = sorted(set(wanted) - set(entries))
     if missing:
