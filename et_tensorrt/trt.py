@@ -16,6 +16,23 @@ from et_tensorrt.errors import EngineBuildError
 _FLAVOURS = ("tensorrt", "tensorrt_rtx")
 
 
+def data_type_name(dtype) -> str | None:
+    """The ``DataType`` member name (both flavours) of a torch dtype, None where TensorRT has none: the engine
+    builder checks its network's I/O against it, the refit hands weights over with it."""
+    import torch
+
+    return {
+        torch.float32: "FLOAT",
+        torch.float16: "HALF",
+        torch.bfloat16: "BF16",
+        torch.int32: "INT32",
+        torch.int64: "INT64",
+        torch.bool: "BOOL",
+        torch.uint8: "UINT8",
+        torch.int8: "INT8",
+    }.get(dtype)
+
+
 @cache
 def _load() -> tuple[str, ModuleType]:
     errors = []

@@ -44,21 +44,6 @@ def profile_shapes(export: OnnxExport) -> list[list[tuple]]:
     return shapes
 
 
-def _dtype_names(dtype) -> set:
-    import torch
-
-    return {
-        torch.float32: {"FLOAT"},
-        torch.float16: {"HALF"},
-        torch.bfloat16: {"BF16"},
-        torch.int32: {"INT32"},
-        torch.int64: {"INT64"},
-        torch.bool: {"BOOL"},
-        torch.uint8: {"UINT8"},
-        torch.int8: {"INT8"},
-    }.get(dtype, set())
-
-
 def _parser_errors(parser, export: OnnxExport) -> str:
     lines = []
     for i in range(parser.num_errors):
@@ -109,7 +94,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             tensor = get(i)
             if tensor.name != info.name:
                 raise EngineBuildError(f"TensorRT {kind} {i} is {tensor.name!r}, expected {info.name!r}")
-            if tensor.dtype.name not in _dtype_names(info.dtype):
+            if tensor.dtype.name != trt.data_type_name(info.dtype):
                 raise EngineBuildError(
                     f"TensorRT {kind} {info.name!r} has dtype {tensor.dtype.name}, the partition {info.dtype}"
                 )

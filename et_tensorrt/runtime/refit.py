@@ -16,6 +16,7 @@ import torch
 from ..blob import Blob
 from ..embedded_program.loader import weight_tensors
 from ..refit_map import rebuild
+from ..trt import data_type_name
 
 
 class RefitError(RuntimeError):
@@ -23,17 +24,7 @@ class RefitError(RuntimeError):
 
 
 def _trt_dtype(trt, dtype: torch.dtype):
-    names = {
-        torch.float32: "FLOAT",
-        torch.float16: "HALF",
-        torch.bfloat16: "BF16",
-        torch.int32: "INT32",
-        torch.int64: "INT64",
-        torch.int8: "INT8",
-        torch.uint8: "UINT8",
-        torch.bool: "BOOL",
-    }
-    value = getattr(trt.DataType, names.get(dtype, ""), None)
+    value = getattr(trt.DataType, data_type_name(dtype) or "", None)
     if value is None:
         raise RefitError(f"TensorRT has no data type for {dtype}")
     return value
