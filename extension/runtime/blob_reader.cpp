@@ -1,8 +1,7 @@
 #include "blob_reader.h"
 
+#include <algorithm>
 #include <cstring>
-#include <functional>
-#include <numeric>
 #include <set>
 
 namespace et_tensorrt {
@@ -306,9 +305,16 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
     what += " ('" + e.name + "')";
     e.sizes.resize(rank);
     for (auto& n : e.sizes) n = r.read<int64_t>();
-    std::vector<int64_t> unit_strides(rank, 1);
+    // The entry's dense size: the row-major strides of its sizes make addressed_bytes() the element count.
+    std::vector<int64_t> dense(rank, 1);
+    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
+      const unsigned __int128 step =
+          static_cast<unsigned __int128>(dense[d + 1]) * std::max<int64_t>(e.sizes[d + 1], 1);
+      if (step > static_cast<unsigned __int128>(INT64_MAX)) fail(what + " addresses more than 2^63 elements");
+      dense[d] = static_cast<int64_t>(step);
+    }
     const uint64_t entry_bytes =
-        addressed_bytes(e.sizes, unit_strides, weight_element_size(e.dtype), what);  // checks sizes >= 0, overflow
+        addressed_bytes(e.sizes, dense, weight_element_size(e.dtype), what);  // checks sizes >= 0, overflow
     int depth = 0;
     for (uint16_t k = 0; k < step_count; ++k) {
       RefitStep st;
@@ -325,9 +331,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
         case static_cast<uint8_t>(RefitOp::Raw):
           st.offset = r.read<uint64_t>();
           st.nbytes = r.read<uint64_t>();
-          (void)entry_bytes;
-          if (st.nbytes != std::accumulate(e.sizes.begin(), e.sizes.end(), uint64_t{1}, std::multiplies<uint64_t>()) *
-                               weight_element_size(e.dtype)) {
+          if (st.nbytes != entry_bytes) {
             fail(step + " holds " + std::to_string(st.nbytes) + " raw bytes, not the entry's size");
           }
           raw.emplace_back(entries.size(), e.steps.size());

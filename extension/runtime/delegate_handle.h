@@ -34,10 +34,6 @@ class DelegateHandle {
   explicit DelegateHandle(executorch::runtime::FreeableBuffer&& processed);
   ~DelegateHandle();  // releases the Python executor under the GIL, then the buffer
 
-  // The processed bytes, shared with the weight views the PyTorch executor holds (blob_to_python).
-  const void* blob_data() const { return blob_data_; }
-  size_t blob_size() const { return blob_size_; }
-
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
   // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.
   void execute(executorch::runtime::Span<executorch::runtime::EValue*> args);

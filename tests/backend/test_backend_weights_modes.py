@@ -282,6 +282,14 @@ def _entry(name: str, steps: bytes, nsteps: int, sizes=(2,), dtype=6) -> bytes:
             "not a permutation",
         ),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHQQ", 2, 0, 0, 4096, 8), 1), "outside the section"),
+        (  # a 2 x 3 float32 entry is 24 bytes: its size is checked first, then where the bytes lie
+            struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHQQ", 2, 0, 0, 4096, 24), 1, sizes=(2, 3)),
+            "outside the section",
+        ),
+        (
+            struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHQQ", 2, 0, 0, 4096, 16), 1, sizes=(2, 3)),
+            "16 raw bytes, not the entry's size",
+        ),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBH", 3, 6, 0), 1), "has no tensor to work on"),
         (struct.pack("<II", 1, 0) + _entry("w", struct.pack("<BBHI", 1, 0, 0, 0) * 2, 2), "leaves 2 tensors"),
         (struct.pack("<II", 2, 0) + _entry("w", struct.pack("<BBHI", 1, 0, 0, 0), 1) * 2, "repeats the name"),
