@@ -12,12 +12,12 @@ DYNAMIC_BATCH = (2, 16)  # DynamicHead's batch range: what it is exported (and p
 
 
 class MLP(torch.nn.Module):
-    """Linear(8, 16) -> ReLU -> Linear(16, 4)."""
+    """Linear(8, 16) -> ReLU -> Linear(16, 4) (other widths for tests that need more weight bytes)."""
 
-    def __init__(self):
+    def __init__(self, inputs: int = 8, hidden: int = 16, outputs: int = 4):
         super().__init__()
-        self.fc1 = torch.nn.Linear(8, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
+        self.fc1 = torch.nn.Linear(inputs, hidden)
+        self.fc2 = torch.nn.Linear(hidden, outputs)
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))

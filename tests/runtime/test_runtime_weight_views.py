@@ -8,20 +8,11 @@ import gc
 
 import pytest
 import torch
+from models import MLP
 
 from et_tensorrt import lower
 from et_tensorrt.runtime import executors
 from et_tensorrt.runtime.runner import Runner
-
-
-class Wide(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.Linear(64, 256)
-        self.b = torch.nn.Linear(256, 8)
-
-    def forward(self, x):
-        return self.b(torch.relu(self.a(x)))
 
 
 def _file_mappings(path: str) -> list[tuple[int, int]]:
@@ -38,7 +29,7 @@ def _file_mappings(path: str) -> list[tuple[int, int]]:
 @pytest.fixture(scope="module")
 def pte(tmp_path_factory):
     torch.manual_seed(0)
-    model = Wide().eval()
+    model = MLP(64, 256, 8).eval()
     x = torch.randn(4, 64)
     path = tmp_path_factory.mktemp("views") / "wide.pte"
     path.write_bytes(lower(torch.export.export(model, (x,))))
@@ -88,4 +79,4 @@ def test_views_keep_the_buffer_alive_after_the_delegate_is_gone(pte, monkeypatch
     del runner
     gc.collect()
     by_shape = {tuple(t.shape): t for t in kept["views"]}
-    torch.testing.assert_close(by_shape[(256, 64)], model.a.weight.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(by_shape[(256, 64)], model.fc1.weight.detach(), rtol=0, atol=0)
