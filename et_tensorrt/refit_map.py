@@ -6,6 +6,13 @@ WEIGHTS (a source weight, then the transforms ONNX export applied: cast, permute
 norm), or the initializer's own bytes where no recipe was found. :func:`encode` writes the payload; the C++
 reader parses and checks it (``_C.parse_blob``); :func:`rebuild` runs a recipe, the same at lowering time (to
 verify every entry byte for byte against the ONNX model) and at init (to refit the engine).
+
+The folded batch norm (``BN_*``) is computed as the exporter computes it (onnxscript's ``_fuse_batchnorm``
+rewrite: numpy, in the weight's dtype) with numpy's IEEE ``+ - * / sqrt``, which are correctly rounded, so its
+bytes depend only on the inputs, never on the CPU or a library's kernels. torch's float32 ``sqrt`` is not
+correctly rounded on every CPU build (measured: 1 ULP off on ~14% of inputs, whatever ATEN_CPU_CAPABILITY),
+so a torch recipe missed the exporter's bytes. The match stays exact (not within a tolerance) because the
+engine is built with REFIT_IDENTICAL: TensorRT may rely on the refit weights being exactly the build's.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from et_tensorrt.errors import BlobFormatError
@@ -24,7 +32,7 @@ CAST = 3  # top = top.to(dtype)
 PERMUTE = 4  # top = top.permute(dims)
 RESHAPE = 5  # top = top.reshape(dims)
 BN_SCALE = 6  # top = top * (gamma / sqrt(var + eps)) along `axis` (batch norm folded into a weight)
-BN_SHIFT = 7  # top = (top - mean) * gamma / sqrt(var + eps) + beta (folded into a bias; `zero`: top = 0)
+BN_SHIFT = 7  # top = (top - mean) * (gamma / sqrt(var + eps)) + beta (folded into a bias; `zero`: top = 0)
 STEP_NAMES = {
     SOURCE: "source",
     RAW: "raw",
@@ -144,11 +152,43 @@ def from_parsed(parsed: list[dict]) -> list[Entry]:
     return out
 
 
-def _bn_factor(gamma: torch.Tensor, var: torch.Tensor, eps: float, dtype: torch.dtype) -> torch.Tensor:
-    # The same elementwise IEEE operations as ONNX export's batch-norm fusion (exactly rounded, so the bytes
-    # match); verified byte for byte at lowering time.
-    eps32 = torch.tensor(eps, dtype=torch.float32).item()
-    return gamma.to(dtype) / torch.sqrt(var.to(dtype) + eps32)
+def _numpy(t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
+    """``t`` cast to ``dtype`` (by torch, as the exporter casts the module), as the array the exporter's fold sees
+    (bfloat16: ml_dtypes', as onnx-ir hands it)."""
+    t = t.detach().cpu().to(dtype).contiguous()
+    if dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _torch(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _bn_factor(gamma: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
+    # onnxscript's fusion: gamma / np.sqrt(var + eps), eps (a Python float, the f32 attribute) taking var's dtype
+    # (numpy >= 2, NEP 50); cast explicitly here so this side does not depend on numpy's promotion rules.
+    return gamma / np.sqrt(var + var.dtype.type(eps))
+
+
+def _bn_scale(top: torch.Tensor, gamma: torch.Tensor, var: torch.Tensor, eps: float, axis: int) -> torch.Tensor:
+    """``weights * reshape(gamma / sqrt(var + eps))`` along ``axis``, in ``top``'s dtype, as the exporter does."""
+    dtype = top.dtype
+    factor = _bn_factor(_numpy(gamma, dtype), _numpy(var, dtype), eps)
+    shape = [1] * top.dim()
+    shape[axis] = -1
+    return _torch(_numpy(top, dtype) * factor.reshape(shape), dtype)
+
+
+def _bn_shift(top: torch.Tensor, params: list[torch.Tensor], eps: float) -> torch.Tensor:
+    """``(bias - mean) * (gamma / sqrt(var + eps)) + beta`` in ``top``'s dtype, as the exporter does."""
+    dtype = top.dtype
+    gamma, var, mean, beta = (_numpy(p, dtype) for p in params)
+    return _torch((_numpy(top, dtype) - mean) * _bn_factor(gamma, var, eps) + beta, dtype)
 
 
 def rebuild(entry: Entry, weights: list[torch.Tensor], refit_map: bytes | memoryview) -> torch.Tensor:
@@ -173,15 +213,12 @@ def rebuild(entry: Entry, weights: list[torch.Tensor], refit_map: bytes | memory
         elif s.op == RESHAPE:
             stack.append(stack.pop().reshape(s.dims))
         elif s.op == BN_SCALE:
-            top = stack.pop()
             gamma, var = (weights[i] for i in s.params)
-            shape = [1] * top.dim()
-            shape[s.axis] = -1
-            stack.append(top * _bn_factor(gamma, var, s.eps, top.dtype).reshape(shape))
+            stack.append(_bn_scale(stack.pop(), gamma, var, s.eps, s.axis))
         elif s.op == BN_SHIFT:
-            gamma, var, mean, beta = (weights[i] for i in s.params)
-            top = torch.zeros_like(mean, dtype=dtype) if s.zero else stack.pop()
-            stack.append((top - mean.to(top.dtype)) * _bn_factor(gamma, var, s.eps, top.dtype) + beta.to(top.dtype))
+            params = [weights[i] for i in s.params]  # gamma, var, mean, beta
+            top = torch.zeros_like(params[2], dtype=dtype) if s.zero else stack.pop()
+            stack.append(_bn_shift(top, params, s.eps))
         else:  # the reader refuses unknown steps; kept for hand-made entries
             raise BlobFormatError(f"REFIT_MAP entry {entry.name!r}: unknown step {s.op}")
     if len(stack) != 1:

@@ -5,6 +5,10 @@ ONNX export transforms weights on the way: constant folding transposes linear we
 and casts them (fp16/bf16 engines), fuses a batch norm into the convolution before it, deduplicates tied
 weights. The recipes name those transforms; an initializer none of them explains is stored as raw bytes (and
 counted in METADATA ``refit_raw_bytes``), so the map is complete whatever the exporter did.
+
+The check is exact, not within a tolerance: the engine is built with REFIT_IDENTICAL, and every recipe step is
+exact (permute, reshape) or correctly rounded (cast; the batch-norm steps use numpy's IEEE arithmetic, as the
+exporter's fold does: see et_tensorrt.refit_map), so a recipe's bytes do not depend on the CPU that runs it.
 """
 
 from __future__ import annotations
