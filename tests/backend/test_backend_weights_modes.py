@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pytest
 import torch
 
@@ -53,7 +54,7 @@ class ConvBnMlp(torch.nn.Module):
         return self.head(torch.relu(self.fc(y.flatten(1)))) * self.scale
 
 
-X = torch.randn(2, 3, 4, 4)
+X = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0))
 
 
 def blobs(data: bytes):
@@ -62,8 +63,9 @@ def blobs(data: bytes):
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    return ConvBnMlp().eval()
+    with torch.random.fork_rng():  # the same weights whatever ran before; the global RNG left as it was
+        torch.manual_seed(0)
+        return ConvBnMlp().eval()
 
 
 @pytest.fixture(scope="module")
@@ -148,15 +150,53 @@ def test_a_wrong_recipe_fails_loudly(model):
     ep, export, weights = _partition(model)
     plan = derive_refit_map(export.model_bytes, weights, ep)
     tensors = [w.tensor for w in weights]
+    names = [w.name for w in weights]
     # Point one recipe at another weight of the same size (an off-by-one in a map must never refit silently).
-    victim = next(e for e in plan.entries if e.steps[0].op == rm.SOURCE and tensors[e.steps[0].weight].numel() == 8)
-    other = next(i for i, t in enumerate(tensors) if t.numel() == 8 and i != victim.steps[0].weight)
+    victim = next(e for e in plan.entries if e.name == "conv.bias")
+    assert rm.describe(victim, names) == "bn_shift(conv.bias)"
+    other = names.index("bn.bias")
     wrong = rm.Entry(victim.name, victim.dtype, victim.sizes, (rm.Step(rm.SOURCE, weight=other), *victim.steps[1:]))
     entries = [wrong if e is victim else e for e in plan.entries]
     with pytest.raises(EngineBuildError, match=f"initializer '{victim.name}' rebuilt as .* differs from the ONNX"):
         verify_refit_map(export.model_bytes, entries, tensors, plan.payload)
     with pytest.raises(EngineBuildError, match="has no entry"):
         verify_refit_map(export.model_bytes, plan.entries[1:], tensors, plan.payload)
+    # A source one ULP off in one element (the folded conv weight's first): exact, not within a tolerance, because
+    # the engine is built with REFIT_IDENTICAL.
+    w = names.index("conv.weight")
+    nudged = tensors[w].detach().clone()
+    nudged.view(-1)[0] = torch.nextafter(nudged.view(-1)[0], torch.tensor(float("inf")))
+    with pytest.raises(EngineBuildError, match="initializer 'conv.weight' rebuilt as bn_scale"):
+        verify_refit_map(export.model_bytes, plan.entries, [*tensors[:w], nudged, *tensors[w + 1 :]], plan.payload)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_batch_norm_steps_are_correctly_rounded(dtype):
+    """BN_SCALE / BN_SHIFT give every op's correctly rounded result (each op in float64, rounded to ``dtype``):
+    what IEEE arithmetic gives on any CPU, hence what the exporter's numpy fold gives, whatever the kernels."""
+    g = torch.Generator().manual_seed(0)
+    n = 4096
+    w, bias, gamma, mean, beta = (torch.randn(n, generator=g) for _ in range(5))
+    var = torch.rand(n, generator=g) * 4
+    eps = float(torch.tensor(1e-5, dtype=torch.float32))
+    code = {torch.float32: 6, torch.float16: 5, torch.bfloat16: 15}[dtype]
+    weights = [w.reshape(n, 1), gamma, var, mean, beta, bias]
+    cast = rm.Step(rm.CAST, dtype=code)
+    scale = rm.Entry(
+        "w", code, (n, 1), (rm.Step(rm.SOURCE, weight=0), cast, rm.Step(rm.BN_SCALE, params=(1, 2), eps=eps))
+    )
+    shift = (rm.Step(rm.SOURCE, weight=5), cast, rm.Step(rm.BN_SHIFT, params=(1, 2, 3, 4), eps=eps))
+
+    def r(x):  # a float64 result rounded to dtype (double rounding through float32 is innocuous here)
+        return torch.from_numpy(x).to(dtype).double().numpy()
+
+    W, B, G, V, M, BETA = (r(t.double().numpy()) for t in (w, bias, gamma, var, mean, beta))
+    factor = r(G / r(np.sqrt(r(V + r(np.array(eps))))))
+    want_scale, want_shift = r(W * factor), r(r(r(B - M) * factor) + BETA)
+    got_scale = rm.rebuild(scale, weights, b"").reshape(-1)
+    got_shift = rm.rebuild(rm.Entry("b", code, (n,), shift), weights, b"")
+    assert torch.equal(got_scale, torch.from_numpy(want_scale).to(dtype))
+    assert torch.equal(got_shift, torch.from_numpy(want_shift).to(dtype))
 
 
 def test_an_initializer_without_a_recipe_is_stored_raw(model):
