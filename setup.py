@@ -62,15 +62,19 @@ setup(
     cmdclass={"build_ext": CMakeBuild},
     # Lowering needs the ONNX exporter (onnx, onnxscript), onnxruntime (validation, `check`) and a TensorRT
     # builder: TensorRT-RTX's wheels install from the registry; full TensorRT is the `tensorrt` extra. The
-    # floors are the versions tested together.
+    # floors are the versions tested together. The ONNX stack is bounded to the minor series CI tested: the
+    # REFIT_MAP's batch-norm recipes reproduce onnxscript's fold (numpy arithmetic, NEP 50 promotion: numpy 2;
+    # bfloat16 through ml_dtypes), and onnx-ir / onnx decide the initializers' bytes (docs/blob-format.md).
     install_requires=[
         "torch>=2.13,<2.15",
         "executorch>=1.5.1,<1.6",
-        "numpy",
+        "numpy>=2.0,<3",
+        "ml_dtypes>=0.7,<0.8",
         "tensorrt-rtx>=1.7",
-        "onnx>=1.23",
-        "onnxscript>=0.7",
-        "onnxruntime>=1.32",
+        "onnx>=1.23,<1.24",
+        "onnx-ir>=1.1,<1.2",
+        "onnxscript>=0.7.2,<0.8",
+        "onnxruntime>=1.32,<1.33",
     ],
     extras_require={
         "test": [
