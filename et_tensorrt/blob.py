@@ -33,6 +33,10 @@ SECTION_METADATA = 4
 SECTION_GRAPH = 5
 SECTION_WEIGHTS = 6
 SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
+SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
+# Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
+# refuses a stateful blob instead of running its engine without the state.
+FLAG_STATE = 1
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
@@ -161,6 +165,7 @@ class Blob:
     program: bytes | memoryview | None = None  # version 1: torch.export.save archive
     refit_map: bytes | memoryview | None = None
     refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
+    states: list = field(default_factory=list)  # et_tensorrt.state_table.StateEntry, as the reader parsed them
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -233,6 +238,7 @@ class Blob:
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
         from et_tensorrt import refit_map as refit_map_mod
+        from et_tensorrt import state_table
 
         return Blob(
             io=io,
@@ -243,6 +249,7 @@ class Blob:
             program=payload("program"),
             refit_map=payload("refit_map"),
             refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
+            states=state_table.from_parsed(parsed.get("states") or []),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
@@ -396,12 +403,14 @@ def write_blob(
     graph: bytes | None = None,
     weights: Sequence[Weight] = (),
     refit_map: bytes | None = None,
+    state: bytes | None = None,
     metadata: dict | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
     """A version-2 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
-    REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit")."""
+    REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
+    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers."""
     if graph is None and weights:
         raise BlobFormatError("WEIGHTS without a GRAPH: the weights belong to the embedded program")
     if graph is None and engine is None:
@@ -416,9 +425,11 @@ def write_blob(
         sections.append((SECTION_WEIGHTS, encode_weights(weights)))
     if refit_map is not None:
         sections.append((SECTION_REFIT_MAP, refit_map))
+    if state is not None:
+        sections.append((SECTION_STATE, state))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
-    return write_sections(sections, exec_device_type, exec_device_index)
+    return write_sections(sections, exec_device_type, exec_device_index, flags=FLAG_STATE if state is not None else 0)
 
 
 # --------------------------------------------------------------------------------------------- reader

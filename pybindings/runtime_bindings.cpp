@@ -72,6 +72,16 @@ void bind_runtime(py::module_& m) {
                " " + device_str(p.from) + " -> " + device_str(p.to) + ">";
       });
 
+  py::class_<StatePlacement>(m, "StatePlacement", "A state tensor the delegate owns, and what a call did to it.")
+      .def_readonly("name", &StatePlacement::name)
+      .def_property_readonly("device", [](const StatePlacement& s) { return executorch_to_torch_device(s.device); })
+      .def_property_readonly("update", [](const StatePlacement& s) { return s.in_place ? "in place" : "copied back"; })
+      .def_readonly("bytes", &StatePlacement::bytes)
+      .def("__repr__", [](const StatePlacement& s) {
+        return "<state " + s.name + ": " + device_str(s.device) + ", " +
+               (s.in_place ? "in place" : "copied back " + std::to_string(s.bytes) + " B") + ">";
+      });
+
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",
                                                             "Per call: share, copy or reject each input and output.")
       .def_readonly("executor", &PlacementPlan::executor)
@@ -82,6 +92,8 @@ void bind_runtime(py::module_& m) {
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
       .def_readonly("outputs", &PlacementPlan::outputs)
+      .def_readonly("states", &PlacementPlan::states)
+      .def_property_readonly("state_bytes", &PlacementPlan::state_bytes)
       .def_readonly("executor_ns", &PlacementPlan::executor_ns, "Time inside the executor (ns).")
       .def_readonly("delegate_ns", &PlacementPlan::delegate_ns,
                     "The delegate's own time around the executor: plan, bind, write back, lock, GIL (ns).")

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from et_tensorrt import blob as B
+from et_tensorrt import state_table as ST
 
 ENGINE = b"vtrt" + bytes(range(60))  # placeholder engine payload: readers never interpret ENGINE bytes
 GRAPH = b'{"placeholder": "torch.export JSON; the blob reader does not interpret GRAPH"}'
@@ -50,6 +51,65 @@ def valid_blob_with_unknown_section() -> bytes:
     """Unknown section kinds are skipped by the reader (forward compatibility)."""
     return B.write_sections(
         [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (99, b"future"), (B.SECTION_ENGINE, ENGINE)], 1, 0
+    )
+
+
+STATES = [
+    # a KV cache (1, heads, capacity 16, head dim): written in place where input 0's positions say
+    ST.StateEntry("k_cache", torch.float32, (1, 2, 16, 4), "k_in", "k_out", ST.UPDATE_IN_PLACE, None, position_input=1),
+    # a counter the engine returns and the delegate copies back, starting at 7
+    ST.StateEntry("steps", torch.int64, (1,), "n_in", "n_out", ST.UPDATE_WRITE_BACK, struct.pack("<q", 7)),
+]
+
+
+def valid_stateful_blob() -> bytes:
+    return B.write_blob(IO, engine=ENGINE, metadata=METADATA, state=ST.encode_state_table(STATES), exec_device_type=1)
+
+
+def state_entry_raw(
+    name=b"k",
+    dtype=6,
+    sizes=(1, 2, 16, 4),
+    update=0,
+    init=0,
+    position_input=1,
+    position_kind=0,
+    length_input=-1,
+    length_dim=0,
+    length_value=0,
+    initial=b"",
+    input_name=b"i",
+    output_name=b"o",
+    reserved=0,
+) -> bytes:
+    raw = struct.pack(
+        "<HHHBBBBhBBhhq",
+        len(name),
+        len(input_name),
+        len(output_name),
+        dtype,
+        len(sizes),
+        update,
+        init,
+        position_input,
+        position_kind,
+        reserved,
+        length_input,
+        length_dim,
+        length_value,
+    )
+    raw += name + input_name + output_name + struct.pack(f"<{len(sizes)}q", *sizes)
+    return raw + (struct.pack("<Q", len(initial)) + initial if init == 1 else b"")
+
+
+def with_state(*entries: bytes, count: int | None = None, reserved: int = 0, tail: bytes = b"") -> bytes:
+    """A v2 engine blob (the fixture IO: input 1 is the int64 'ids') whose STATE table holds ``entries``."""
+    table = struct.pack("<II", len(entries) if count is None else count, reserved) + b"".join(entries) + tail
+    return B.write_sections(
+        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE), (B.SECTION_STATE, table)],
+        1,
+        0,
+        flags=B.FLAG_STATE,
     )
 
 
@@ -118,6 +178,7 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
     one_entry = struct.pack("<I", 1) + _io_entry_raw()
     io_table = B.encode_io_table(IO)
     w = weight_entry_raw
+    st = state_entry_raw
     return {
         "empty": (b"", "truncated"),
         "short_header": (good[:20], "truncated"),
@@ -127,7 +188,10 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "wrong_magic": (b"XTRT" + good[4:], "magic"),
         "unknown_version": (_patch(good, 4, "<H", 3), "version"),
         "version_zero": (_patch(good, 4, "<H", 0), "version"),
-        "unknown_flags": (_patch(good, 6, "<H", 1), "flags"),
+        "unknown_flags": (_patch(good, 6, "<H", 2), "unknown flags"),
+        "state_flag_without_state": (_patch(good, 6, "<H", B.FLAG_STATE), "state flag without a STATE section"),
+        "state_without_state_flag": (_patch(valid_stateful_blob(), 6, "<H", 0), "without the header's state flag"),
+        "v1_state_flag": (_patch(valid_v1_blob(), 6, "<H", B.FLAG_STATE), "unknown flags"),
         "bad_header_size": (_patch(good, 8, "<I", 64), "header size"),
         "too_many_sections": (_patch(good, 12, "<I", 17), "too many sections"),
         "bad_exec_device": (_patch(good, 24, "<b", 5), "device type"),
@@ -195,6 +259,33 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
             with_weights(weights_payload(w(sizes=(0,), nbytes=0, offset=2**40))),
             "empty entry's offset is 0",
         ),
+        "state_count_too_big": (with_state(st(), count=10**6), "more than it holds"),
+        "state_reserved": (with_state(reserved=1), "reserved"),
+        "state_entry_truncated": (with_state(st()[:30], count=1), "STATE ends early"),
+        "state_trailing_bytes": (with_state(st(), tail=b"\0"), "trailing"),
+        "state_unknown_dtype": (with_state(st(dtype=200)), "dtype code"),
+        "state_rank_too_big": (with_state(st(sizes=(1,) * 17)), "rank"),
+        "state_unknown_update": (with_state(st(update=2)), "update kind"),
+        "state_unknown_init": (with_state(st(init=2)), "initial contents kind"),
+        "state_unknown_position_kind": (with_state(st(position_kind=2)), "position kind"),
+        "state_in_place_unguarded": (with_state(st(position_input=-1)), "without a position guard"),
+        "state_in_place_rank_1": (with_state(st(sizes=(16,))), "rank < 2"),
+        "state_empty_name": (with_state(st(name=b"")), "name"),
+        "state_name_not_utf8": (with_state(st(name=b"\xc0\xaf")), "name"),
+        "state_duplicate_name": (with_state(st(), st()), "repeats"),
+        "state_negative_size": (with_state(st(sizes=(1, -2, 16, 4))), "negative"),
+        "state_overflowing_shape": (with_state(st(sizes=(2**40, 2**40, 1, 1))), "more than 2\\^63 elements"),
+        "state_initial_bytes_vs_shape": (with_state(st(update=1, init=1, initial=b"\0" * 8)), "initial bytes"),
+        "state_initial_past_end": (
+            with_state(st(update=1, init=1, initial=b"")[:-8] + struct.pack("<Q", 512)),
+            "STATE",
+        ),
+        "state_guard_out_of_range": (with_state(st(position_input=9)), "guards an input that is not a tensor"),
+        "state_guard_negative": (with_state(st(position_input=-5)), "invalid position guard"),
+        "state_length_dim_missing": (
+            with_state(st(position_kind=1, length_input=1, length_dim=3)),
+            "write length from a dim no input has",
+        ),
     }
 
 
@@ -208,6 +299,7 @@ def write_fixture_files(directory) -> list[Path]:
         ("valid_engine_only", valid_engine_only_blob()),
         ("valid_unknown_section", valid_blob_with_unknown_section()),
         ("valid_v1", valid_v1_blob()),
+        ("valid_stateful", valid_stateful_blob()),
     ] + [(f"bad_{k}", v[0]) for k, v in damaged_blobs().items()]:
         path = directory / f"{name}.etrt"
         path.write_bytes(data)

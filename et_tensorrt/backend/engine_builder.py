@@ -99,6 +99,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
                     f"TensorRT {kind} {info.name!r} has dtype {tensor.dtype.name}, the partition {info.dtype}"
                 )
 
+    _check_aliases(network, export, t)
     config = builder.create_builder_config()
     if settings.workspace_bytes:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
@@ -164,6 +165,25 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             + ("; ".join(errors) if errors else "no error message")
         )
     return bytes(serialized)
+
+
+def _check_aliases(network, export: OnnxExport, t) -> None:
+    """Each in-place state's output must come from an IKVCacheUpdateLayer over its own input: only then does the
+    engine alias them (the runtime binds one buffer to both and checks ``get_aliased_input_tensor``)."""
+    if not export.aliased:
+        return
+    kv = getattr(t.LayerType, "KV_CACHE_UPDATE", None)
+    made = {}
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        if kv is not None and layer.type == kv:
+            made[layer.get_output(0).name] = layer.get_input(0).name
+    for output, cache in export.aliased.items():
+        if made.get(output) != cache:
+            raise EngineBuildError(
+                f"TensorRT ({trt.flavour()} {trt.version()}) did not make the state write {output!r} a KV-cache update "
+                f"of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32, or report the model"
+            )
 
 
 def _cuda_available() -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.export import ExportedProgram
 
+from et_tensorrt.backend import kv_cache_op
 from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
 from et_tensorrt.backend.profiles import (
     DynamicDim,
@@ -62,6 +63,17 @@ class OnnxExport:
     outputs: list[TensorInfo]
     picked_max: dict = field(default_factory=dict)  # "input:dim" -> max chosen for an unbounded dim
     seconds: float = 0.0
+    state_count: int = 0  # the last inputs and outputs carry the delegate's state (backend/state_lifting.py)
+    aliased: dict = field(default_factory=dict)  # in-place state: engine output name -> the input it aliases
+
+    @property
+    def delegate_inputs(self) -> list[TensorInfo]:
+        """The delegate's own arguments (the blob's I/O table): the inputs without the state."""
+        return self.inputs[: len(self.inputs) - self.state_count]
+
+    @property
+    def delegate_outputs(self) -> list[TensorInfo]:
+        return self.outputs[: len(self.outputs) - self.state_count]
 
     @property
     def engine_inputs(self) -> list[TensorInfo]:
@@ -224,6 +236,7 @@ def export_onnx(
     ep = engine_ep
 
     start = time.perf_counter()
+    writes_state = any(n.target == torch.ops.et_tensorrt.kv_cache_update.default for n in ep.graph.nodes)
     args = example_inputs(engine_inputs)
     program = None
     for retrace in (False, True):
@@ -234,7 +247,16 @@ def export_onnx(
             target = with_precision(ep, precision, engine_inputs, profile, retrace=retrace)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                program = torch.onnx.export(target, args=args, dynamo=True, external_data=False, verbose=False)
+                program = torch.onnx.export(
+                    target,
+                    args=args,
+                    dynamo=True,
+                    external_data=False,
+                    verbose=False,
+                    # TensorScatter (a state's in-place write) exists from opset 24; other partitions keep the default
+                    opset_version=kv_cache_op.ONNX_OPSET if writes_state else None,
+                    custom_translation_table=kv_cache_op.TRANSLATIONS,
+                )
             break
         except Exception as exc:  # noqa: BLE001
             if retrace or precision != "fp32":

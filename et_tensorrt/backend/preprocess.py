@@ -33,6 +33,8 @@ from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host, user_input_n
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx, find_float64, partition_io
 from et_tensorrt.backend.profiles import decode_dynamic_dims
+from et_tensorrt.backend.state_lifting import engine_program, find_states
+from et_tensorrt.backend.state_validation import validate_steps
 from et_tensorrt.backend.validation import ValidationInconclusive
 from et_tensorrt.backend.validation import validate as validate_onnx
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
@@ -75,7 +77,7 @@ def _io_entries(export, engine_built: bool = True) -> list:
     """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
     range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
     entries = []
-    for role, infos in ((blob_mod.ROLE_INPUT, export.inputs), (blob_mod.ROLE_OUTPUT, export.outputs)):
+    for role, infos in ((blob_mod.ROLE_INPUT, export.delegate_inputs), (blob_mod.ROLE_OUTPUT, export.delegate_outputs)):
         for info in infos:
             if info.is_size:
                 value = (info.value,) if engine_built else info.declared_dims
@@ -143,6 +145,7 @@ def _cache_key(
     program: tuple[bytes, list],
     build: cs.BuildOptions,
     options: dict[str, str],
+    states=(),
 ) -> str | None:
     """The partition's build-cache key, or None when its arguments' ranges cannot be read (the export then
     says why)."""
@@ -172,6 +175,8 @@ def _cache_key(
         "dynamic_dims": options.get(cs.DYNAMIC_DIMS, ""),
         "options": build.engine_options(),
         "tools": build_cache.tool_versions(build.target_archs),
+        # how each state is updated (in place: a TensorScatter in the ONNX) shapes the engine too
+        "states": [[s.buffer, s.in_place, repr(s.guard)] for s in states],
     }
     return build_cache.partition_key(graph, weights, facts)
 
@@ -197,8 +202,10 @@ def _describe(label: str, edge_program: ExportedProgram, n_nodes: int, build: cs
     }
 
 
-def _validation(aten_ep: ExportedProgram, export: OnnxExport, precision: str, label: str) -> dict:
+def _validation(aten_ep: ExportedProgram, export: OnnxExport, precision: str, label: str, states) -> dict:
     try:
+        if states:  # the state carried over consecutive calls, as the delegate will
+            return {"validation_max_abs_error": validate_steps(aten_ep, export, states, precision)}
         return {"validation_max_abs_error": validate_onnx(aten_ep, export, precision)}
     except ValidationInconclusive as exc:  # nothing compared: say so, build anyway
         logger.warning("%s: ONNX not validated: %s", label, exc)
@@ -230,6 +237,44 @@ def _verify_refit(export, data: bytes) -> None:
     verify_refit_map(export.model_bytes, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
 
 
+def _export(engine_ep, precision, max_factor, dynamic_dims, states) -> OnnxExport:
+    """The ONNX export of the engine program, its trailing inputs and outputs named as the states' bindings."""
+    export = export_onnx(engine_ep, precision, max_factor, dynamic_dims)
+    export.state_count = len(states)
+    n_in, n_out = len(export.inputs) - len(states), len(export.outputs) - len(states)
+    for i, state in enumerate(states):
+        state.input_name, state.output_name = export.inputs[n_in + i].name, export.outputs[n_out + i].name
+        if state.in_place:
+            export.aliased[state.output_name] = state.input_name
+    return export
+
+
+def state_table(states) -> bytes:
+    """The blob's STATE section for the partition's states (state_lifting.State)."""
+    from et_tensorrt import state_table as table
+
+    entries = []
+    for s in states:
+        guard = s.guard
+        entries.append(
+            table.StateEntry(
+                name=s.buffer,
+                dtype=s.dtype,
+                shape=s.shape,
+                input_name=s.input_name,
+                output_name=s.output_name,
+                update=table.UPDATE_IN_PLACE if s.in_place else table.UPDATE_WRITE_BACK,
+                initial=table.initial_bytes(s.initial),
+                position_input=guard.input if guard else table.NO_INPUT,
+                position_kind=guard.kind if guard else 0,
+                length_input=guard.length_input if guard else table.NO_INPUT,
+                length_dim=guard.length_dim if guard else 0,
+                length_value=guard.length_value if guard else 0,
+            )
+        )
+    return table.encode_state_table(entries)
+
+
 class EtTensorRTBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
@@ -259,6 +304,10 @@ class EtTensorRTBackend(BackendDetails):
         # ONNX, validation and the embedded program use one device, the host (see on_host); the blob's I/O
         # table keeps the devices the program recorded.
         aten_ep = on_host(recorded)
+        # Where state is lifted: the partition's mutable buffers become engine inputs/outputs (state_lifting).
+        in_place = "" if precision == "fp32" else f"in-place writes need an fp32 engine ({precision} casts its inputs)"
+        states = find_states(aten_ep, in_place)
+        engine_ep = engine_program(aten_ep, states)
         metadata = {
             "trt_flavour": trt.flavour(),
             "trt_version": trt.version(),
@@ -272,7 +321,11 @@ class EtTensorRTBackend(BackendDetails):
         # The build cache is keyed before the ONNX export: a hit skips export, validation and the build.
         t0 = time.perf_counter()
         program, program_error = _program(aten_ep)
-        key = _cache_key(aten_ep, recorded, program, build, options) if build.cache and program is not None else None
+        key = (
+            _cache_key(engine_ep, recorded, program, build, options, states)
+            if build.cache and program is not None
+            else None
+        )
         entry = build_cache.load(key) if key is not None else None
         if entry is not None and build.validate and entry.validation is None:
             entry = None  # built without the onnxruntime check this lowering asks for: build again, checked
@@ -281,7 +334,7 @@ class EtTensorRTBackend(BackendDetails):
         if entry is not None and (_recorders or build.weights == "refit"):
             # `et-tensorrt check` runs each engine's ONNX, and a REFIT_MAP is derived from its initializers:
             # export it now, and use the cached engine only if this is byte for byte the ONNX it was built from.
-            export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
+            export = _export(engine_ep, precision, build.unbounded_max_factor, dynamic_dims, states)
             _record_devices(export, recorded)
             if hashlib.sha256(export.model_bytes).hexdigest() != entry.onnx_sha256:
                 logger.info("%s: the ONNX export differs from the cached engine's; building again", label)
@@ -294,6 +347,8 @@ class EtTensorRTBackend(BackendDetails):
         engine = None
         if entry is not None:
             engine, io_entries = entry.engine, entry.io
+            for state, (input_name, output_name) in zip(states, entry.metadata.get("state_bindings", [])):
+                state.input_name, state.output_name = input_name, output_name
             metadata.update(entry.metadata, cache_seconds=round(lookup_s, 3))
             if build.validate:
                 metadata.update(entry.validation)
@@ -311,11 +366,13 @@ class EtTensorRTBackend(BackendDetails):
             program_error = _checked(program, program_error)
             if export is None:
                 t0 = time.perf_counter()
-                export = export_onnx(aten_ep, precision, build.unbounded_max_factor, dynamic_dims)
+                export = _export(engine_ep, precision, build.unbounded_max_factor, dynamic_dims, states)
                 _record_devices(export, recorded)
                 export.seconds = time.perf_counter() - t0
             onnx_s = export.seconds
             export_metadata = {"onnx_opset": export.opset, "profile_max_picked": export.picked_max}
+            if states:
+                export_metadata["state_bindings"] = [[s.input_name, s.output_name] for s in states]
             if export.profile_count > 1 or any(i.is_size for i in export.inputs):
                 export_metadata["optimization_profiles"] = _profiles_metadata(export)
             metadata.update(export_metadata, onnx_seconds=round(onnx_s, 3))
@@ -335,7 +392,7 @@ class EtTensorRTBackend(BackendDetails):
                         "cast the model to float32 or keep this op on the host"
                     )
                 if build.validate:
-                    validation = _validation(aten_ep, export, precision, label)
+                    validation = _validation(engine_ep, export, precision, label, states)
                     metadata.update(validation)
                 result = build_engine(export, settings)
                 engine = result.engine
@@ -387,6 +444,7 @@ class EtTensorRTBackend(BackendDetails):
             graph=graph,
             weights=weights,
             refit_map=refit.payload if refit is not None else None,
+            state=state_table(states) if states else None,
             metadata=metadata,
             exec_device_type=exec_type,
             exec_device_index=exec_index,

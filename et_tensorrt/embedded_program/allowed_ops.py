@@ -16,10 +16,11 @@ from functools import cache
 import torch
 
 # Packets that build views from caller-chosen strides or offsets, or rewire/resize storage: never in an
-# embedded program, whatever the op tables say.
+# embedded program, whatever the op tables say. (``_local_scalar_dense``, ``.item()``, is not one: it reads
+# the one element of a tensor it checks holds exactly one.)
 _UNCHECKED_MEMORY = re.compile(
     r"^(as_strided|_reshape_alias|set_|resize|_unsafe_(?!view$)|from_file|_make_|_nested_|_sparse_|sparse_|"
-    r"_efficientzerotensor|_local_scalar_dense|lift_fresh)"
+    r"_efficientzerotensor|lift_fresh)"
 )
 
 

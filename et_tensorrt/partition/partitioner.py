@@ -19,6 +19,7 @@ from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from . import device_rules, pre_decomposition
 from .argument_limits import argument_refusal
 from .dynamic_dims import declared_ranges, resolve_opt_sizes
+from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
 from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
@@ -77,6 +78,7 @@ class TensorRTPartitioner(Partitioner):
         require_full_compilation: bool = False,
         compile_specs: Mapping[str, object] | None = None,
         opt_sizes: Mapping[str, object] | None = None,
+        own_mutable_buffers: bool = True,
     ):
         super().__init__()
         if min_block_size < 1:
@@ -92,6 +94,7 @@ class TensorRTPartitioner(Partitioner):
         self.delegation_spec = DelegationSpec(BACKEND_ID, encode(options))
         self.report: PartitionReport | None = None
         self.opt_sizes = dict(opt_sizes or {})
+        self.own_mutable_buffers = own_mutable_buffers
         # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
         self._declared: dict[str, tuple] | None = None
         self._source_program = None
@@ -248,6 +251,8 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
+        if self.own_mutable_buffers:
+            report.states = own_mutable_buffers(exported_program)
         specs = self._specs(tags, exported_program)
         self._declared, self._source_program = None, None  # used once: the next program brings its own
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)

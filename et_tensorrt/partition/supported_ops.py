@@ -227,6 +227,18 @@ NON_COMPUTE_OPS = frozenset(
         "_operator.neg",
         "torch.sym_max",
         "torch.sym_min",  # window padding (swin), ceil division
+        # A value read as a size (ExecuTorch llama's ``input_pos[0].item()``: its KV write position) and the
+        # range checks torch.export recorded on it: inside the engine it stays a tensor (no round trip through
+        # the host); the checks are the delegate's (a state write's position guard) and PyTorch's.
+        "aten._local_scalar_dense.default",
+        "aten._assert_scalar.default",
+        "aten.sym_constrain_range_for_size.default",
+        "_operator.ge",
+        "_operator.gt",
+        "_operator.le",
+        "_operator.lt",
+        "_operator.eq",
+        "_operator.ne",
     }
 )
 

@@ -29,7 +29,7 @@ import torch
 from ..blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
-from . import graph_program
+from . import graph_program, state
 
 log = logging.getLogger("et_tensorrt")
 
@@ -60,7 +60,10 @@ class PyTorchExecutor:
         with _LOAD_LOCK:
             program = load_program(blob)
         _place_factories(program.graph_module, device)
-        lifted = graph_program.lifted_tensors(program, device)
+        # The delegate's own state (the STATE table): updated by the program itself, kept across calls.
+        self.state = state.initial_state(blob.states, device)
+        self.state_updates = state.write_in_place(program, self.state) if self.state else {}
+        lifted = graph_program.lifted_tensors(program, device, self.state)
         self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
         if os.environ.get(INTERPRETER_ENV, "1") != "0":
             try:
@@ -127,6 +130,11 @@ class TensorRTExecutor:
     size values) are set only when they change, outputs the delegate cannot share go to buffers reused while
     their shape stays the same (the delegate copies them into ExecuTorch's memory right after, on the same
     stream), and the device is switched only when the caller's current device is another.
+
+    State (the blob's STATE table): each state tensor is allocated once on the device and kept across calls. An
+    in-place state is bound to its engine input and to the output the engine aliases to it (one address: the
+    IKVCacheUpdateLayer writes the new rows into it); a write-back state's output goes to a reused buffer that
+    is copied into the state on the stream right after the call.
     """
 
     kind = "tensorrt"
@@ -154,6 +162,9 @@ class TensorRTExecutor:
         self._shapes: tuple | None = None  # the input shapes and size values the context was last given
         self._output_shapes: list[tuple] = []
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
+        self.state = state.initial_state(blob.states, device)
+        self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
+        self.state_updates = {b.name: b.update for b in self._states}
 
     def _profile_ranges(self) -> list[list]:
         ranges = []
@@ -193,6 +204,8 @@ class TensorRTExecutor:
                     self._size_memory[entry.name].fill_(int(value))
                 else:
                     context.set_input_shape(entry.name, tuple(value.shape))
+            for binding in self._states:  # static shapes; set again with every profile switch
+                context.set_input_shape(binding.input_name, binding.shape)
             self._output_shapes = [tuple(context.get_tensor_shape(name)) for name in self._output_names]
             self._shapes = shapes
         for (_, entry), value in zip(self._bound, bound):
@@ -210,9 +223,52 @@ class TensorRTExecutor:
                 out = out.view(-1)[: math.prod(shape)].view(shape)
             context.set_tensor_address(name, out.data_ptr())
             results.append(out)
+        for binding in self._states:
+            binding.bind(context)
         if not context.execute_async_v3(stream):
             raise RuntimeError("TensorRT execute_async_v3 failed")
+        for binding in self._states:
+            binding.write_back()  # on torch's current stream: the one the engine ran on
         return results
+
+
+class _StateBinding:
+    """One state tensor's engine bindings (TensorRTExecutor). In place only when the engine itself aliases the
+    output to the input (``get_aliased_input_tensor``); otherwise the new value is copied back, and the plan
+    says so through ``update``."""
+
+    def __init__(self, entry, tensor: torch.Tensor, engine):
+        self.name, self.tensor, self.shape = entry.name, tensor, tuple(entry.shape)
+        self.input_name, self.output_name = entry.input_name, entry.output_name
+        for name in (self.input_name, self.output_name):
+            if not name or name not in _tensor_names(engine):
+                raise RuntimeError(f"the engine has no binding {name!r} for the state {self.name!r}")
+        aliased = engine.get_aliased_input_tensor(self.output_name) if entry.in_place else None
+        if entry.in_place and aliased != self.input_name:
+            log.warning(
+                "et_tensorrt: state %s: the engine does not alias %s to %s (it says %r); copying it back instead",
+                self.name,
+                self.output_name,
+                self.input_name,
+                aliased,
+            )
+        self.in_place = entry.in_place and aliased == self.input_name
+        self.update = "in place" if self.in_place else "copied back"
+        self._buffer = None if self.in_place else torch.empty_like(tensor)
+
+    def bind(self, context) -> None:
+        context.set_tensor_address(self.input_name, self.tensor.data_ptr())
+        # In place: the caller owns the one buffer the layer reads and writes (TensorRT requires the same address).
+        out = self.tensor if self.in_place else self._buffer
+        context.set_tensor_address(self.output_name, out.data_ptr())
+
+    def write_back(self) -> None:
+        if not self.in_place:
+            self.tensor.copy_(self._buffer)
+
+
+def _tensor_names(engine) -> set[str]:
+    return {engine.get_tensor_name(i) for i in range(engine.num_io_tensors)}
 
 
 def _deserialize(blob: Blob, device: torch.device):

@@ -39,13 +39,20 @@ class NotEncodable(Exception):
     """The graph holds something the C++ interpreter does not run; the message names the node."""
 
 
-def lifted_tensors(program: torch.export.ExportedProgram, device: torch.device) -> list[torch.Tensor | None]:
+def lifted_tensors(
+    program: torch.export.ExportedProgram, device: torch.device, state: dict[str, torch.Tensor] | None = None
+) -> list[torch.Tensor | None]:
     """One entry per placeholder, in order: the parameter, buffer or constant it takes (detached, on
-    ``device``), or None for a user input. Buffer mutations and other state the delegate cannot keep are refused."""
+    ``device``), or None for a user input. A buffer in ``state`` (the delegate's own, see runtime/state.py) is
+    that tensor itself, and its mutation is allowed; any other buffer mutation or state is refused."""
+    state = state or {}
     out: list[torch.Tensor | None] = []
     for spec in program.graph_signature.input_specs:
         if spec.kind == InputKind.USER_INPUT:
             out.append(None)
+            continue
+        if spec.kind == InputKind.BUFFER and spec.target in state:
+            out.append(state[spec.target])
             continue
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             value = program.state_dict.get(spec.target)
@@ -60,10 +67,12 @@ def lifted_tensors(program: torch.export.ExportedProgram, device: torch.device) 
             )
         out.append(value.detach().to(device))
     for spec in program.graph_signature.output_specs:
-        if spec.kind != OutputKind.USER_OUTPUT:  # e.g. a buffer mutation: a delegate keeps no state between calls
+        if spec.kind == OutputKind.BUFFER_MUTATION and spec.target in state:
+            continue  # written into the delegate's state by the program itself
+        if spec.kind != OutputKind.USER_OUTPUT:
             raise RuntimeError(
-                f"the partition's program has a {spec.kind.name} output ({spec.arg.name}), "
-                "which a delegate cannot carry out"
+                f"the partition's program has a {spec.kind.name} output ({spec.arg.name}) the blob's STATE table "
+                "does not list, which a delegate cannot carry out"
             )
     return out
 

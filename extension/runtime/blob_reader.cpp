@@ -11,6 +11,7 @@ constexpr size_t kHeaderSize = 32;
 constexpr size_t kSectionEntrySize = 24;
 constexpr uint32_t kMaxSections = 16;
 constexpr uint16_t kMaxRank = 16;
+constexpr uint16_t kFlagState = 1;  // header flag bit 0: the blob has a STATE section
 enum SectionKind : uint32_t {
   kIoTable = 1,
   kEngine = 2,
@@ -19,6 +20,7 @@ enum SectionKind : uint32_t {
   kGraph = 5,     // version 2 on
   kWeights = 6,   // version 2 on
   kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
+  kState = 8,     // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -44,6 +46,10 @@ class Reader {
     std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
     pos_ += n;
     return s;
+  }
+  void skip(size_t n) {
+    need(n);
+    pos_ += n;
   }
   size_t remaining() const { return size_ - pos_; }
   size_t position() const { return pos_; }
@@ -399,6 +405,94 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   return entries;
 }
 
+// STATE: u32 count, u32 reserved, entries (u16 name_len, u16 input_len, u16 output_len, u8 dtype, u8 rank,
+// u8 update, u8 init, i16 position_input, u8 position_kind, u8 reserved, i16 length_input, i16 length_dim,
+// i64 length_value, the three names, rank x i64 sizes, and with init 1: u64 nbytes + the initial bytes).
+std::vector<StateEntry> read_state_table(const ByteSpan& section) {
+  Reader r(section.data, section.size, "STATE");
+  const uint32_t count = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("STATE reserved field is not zero");
+  if (count > r.remaining() / 26) fail("STATE declares " + std::to_string(count) + " entries, more than it holds");
+  std::vector<StateEntry> states;
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string what = "STATE entry " + std::to_string(i);
+    StateEntry e;
+    const uint16_t name_len = r.read<uint16_t>(), input_len = r.read<uint16_t>(), output_len = r.read<uint16_t>();
+    const uint8_t dtype = r.read<uint8_t>(), rank = r.read<uint8_t>(), update = r.read<uint8_t>();
+    const uint8_t init = r.read<uint8_t>();
+    e.position_input = r.read<int16_t>();
+    const uint8_t position_kind = r.read<uint8_t>();
+    r.read<uint8_t>();
+    e.length_input = r.read<int16_t>();
+    e.length_dim = r.read<int16_t>();
+    e.length_value = r.read<int64_t>();
+    if (dtype > static_cast<uint8_t>(EtScalarType::UInt64) ||
+        weight_element_size(static_cast<EtScalarType>(dtype)) == 0) {
+      fail(what + " has unsupported dtype code " + std::to_string(dtype));
+    }
+    e.dtype = static_cast<EtScalarType>(dtype);
+    if (rank > kMaxRank) fail(what + " has rank " + std::to_string(rank) + " > 16");
+    if (update > 1) fail(what + " has unknown update kind " + std::to_string(update));
+    e.update = static_cast<StateUpdate>(update);
+    if (init > 1) fail(what + " has unknown initial contents kind " + std::to_string(init));
+    if (position_kind > 1) fail(what + " has unknown position kind " + std::to_string(position_kind));
+    e.position_kind = static_cast<PositionKind>(position_kind);
+    if (e.position_input < -1 || e.length_input < -1 || e.length_dim < 0 || e.length_dim >= kMaxRank ||
+        e.length_value < 0) {
+      fail(what + " has an invalid position guard");
+    }
+    if (e.update == StateUpdate::InPlace && e.position_input < 0) {
+      fail(what + " is updated in place without a position guard");
+    }
+    e.name = r.read_string(name_len);
+    e.input_name = r.read_string(input_len);
+    e.output_name = r.read_string(output_len);
+    if (e.name.empty() || !valid_utf8(e.name) || !valid_utf8(e.input_name) || !valid_utf8(e.output_name)) {
+      fail(what + " has an empty or non-UTF-8 name");
+    }
+    if (!names.insert(e.name).second) fail(what + " repeats the state '" + e.name + "'");
+    e.sizes.resize(rank);
+    for (uint8_t d = 0; d < rank; ++d) e.sizes[d] = r.read<int64_t>();
+    std::vector<int64_t> strides(rank);  // contiguous: the bytes addressed are numel x element size
+    int64_t stride = 1;
+    for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
+      strides[d] = stride;
+      if (e.sizes[d] > 1 && stride > INT64_MAX / e.sizes[d]) fail(what + " has more than 2^63 elements");
+      stride *= std::max<int64_t>(e.sizes[d], 1);
+    }
+    e.nbytes = addressed_bytes(e.sizes, strides, weight_element_size(e.dtype), what);
+    if (e.update == StateUpdate::InPlace && rank < 2) fail(what + " is updated in place but has rank < 2");
+    if (init == 1) {
+      const uint64_t n = r.read<uint64_t>();
+      if (n != e.nbytes) {
+        fail(what + " has " + std::to_string(n) + " initial bytes for a " + std::to_string(e.nbytes) + "-byte tensor");
+      }
+      e.initial = section.data + r.position();
+      r.skip(static_cast<size_t>(n));
+    }
+    states.push_back(std::move(e));
+  }
+  if (r.remaining() != 0) fail("STATE has trailing bytes");
+  return states;
+}
+
+// The guards index the delegate's inputs: each must name an input that exists (a tensor), and a length dim of it.
+void check_state_guards(const DelegateBlob& blob) {
+  for (size_t i = 0; i < blob.states.size(); ++i) {
+    const StateEntry& e = blob.states[i];
+    const std::string what = "STATE entry " + std::to_string(i) + " ('" + e.name + "')";
+    const auto tensor_input = [&](int32_t index) {
+      return index >= 0 && static_cast<size_t>(index) < blob.inputs.size() && !blob.inputs[index].is_size();
+    };
+    if (e.position_input >= 0 && !tensor_input(e.position_input)) fail(what + " guards an input that is not a tensor");
+    if (e.length_input >= 0 && (!tensor_input(e.length_input) ||
+                                static_cast<size_t>(e.length_dim) >= blob.inputs[e.length_input].dims.size())) {
+      fail(what + " reads its write length from a dim no input has");
+    }
+  }
+}
+
 }  // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
@@ -416,7 +510,10 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     fail("format version " + std::to_string(blob.version) + " is not supported (this build reads versions " +
          std::to_string(kOldestBlobFormatVersion) + " to " + std::to_string(kBlobFormatVersion) + ")");
   }
-  if (header.read<uint16_t>() != 0) {
+  // Flag bit 0: the blob has a STATE section. A reader that predates STATE refuses the blob here ("unknown
+  // flags") instead of skipping the section and running a stateful engine without its state.
+  const uint16_t flags = header.read<uint16_t>();
+  if ((flags & ~kFlagState) != 0 || (blob.version < 2 && flags != 0)) {
     fail("unknown flags");
   }
   if (header.read<uint32_t>() != kHeaderSize) {
@@ -479,6 +576,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kRefitMap:
         if (v2) blob.refit_map = span;
         break;
+      case kState:
+        if (v2) blob.state = span;
+        break;
       default:
         break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
@@ -493,6 +593,11 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     }
     if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset);
     if (blob.refit_map.present) blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size());
+    if (blob.state.present != ((flags & kFlagState) != 0)) {
+      fail(blob.state.present ? "has a STATE section without the header's state flag"
+                              : "has the header's state flag without a STATE section");
+    }
+    if (blob.state.present) blob.states = read_state_table(blob.state);
   }
   if (blob.metadata.present &&
       !valid_utf8(std::string(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size))) {
@@ -508,6 +613,7 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   if (r.remaining() != 0) {
     fail("IO_TABLE has trailing bytes");
   }
+  check_state_guards(blob);
   return blob;
 }
 

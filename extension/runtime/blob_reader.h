@@ -79,6 +79,28 @@ struct RefitEntry {
   std::vector<RefitStep> steps;
 };
 
+// STATE (docs/blob-format.md): a tensor the delegate owns across calls (a KV cache, a counter), carried by the
+// engine input `input_name` and output `output_name`. In place: the engine's output aliases its input (one
+// buffer bound to both); write back: the delegate copies the output into the state after the call. The guard
+// says where this call's write positions are, so the delegate checks them before the engine writes.
+enum class StateUpdate : uint8_t { InPlace = 0, WriteBack = 1 };
+enum class PositionKind : uint8_t { Positions = 0, Start = 1 };
+
+struct StateEntry {
+  std::string name;  // the buffer's fully qualified name, unique in the blob
+  std::string input_name, output_name;
+  EtScalarType dtype;
+  std::vector<int64_t> sizes;
+  StateUpdate update = StateUpdate::WriteBack;
+  const uint8_t* initial = nullptr;  // nullptr: zeros; else nbytes() bytes inside the STATE section
+  int32_t position_input = -1;       // the delegate input holding the positions; -1: no guard
+  PositionKind position_kind = PositionKind::Positions;
+  int32_t length_input = -1;  // Start: the input whose dim length_dim is the write length; -1: length_value
+  int32_t length_dim = 0;
+  int64_t length_value = 0;
+  uint64_t nbytes = 0;  // numel x element size
+};
+
 // A view of one section inside the caller's buffer (not owned).
 struct ByteSpan {
   const uint8_t* data = nullptr;
@@ -97,8 +119,10 @@ struct DelegateBlob {
   ByteSpan weights;    // version 2: the WEIGHTS section (table + data), described by `weight_entries`
   ByteSpan refit_map;  // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
   ByteSpan metadata;   // UTF-8 JSON, informational
+  ByteSpan state;      // the STATE section, parsed into `states`
   std::vector<WeightEntry> weight_entries;
   std::vector<RefitEntry> refit_entries;  // REFIT_MAP parsed
+  std::vector<StateEntry> states;         // STATE parsed
 };
 
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.

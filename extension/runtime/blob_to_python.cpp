@@ -137,6 +137,26 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   py::list refit;
   for (const RefitEntry& e : blob.refit_entries) refit.append(refit_entry_dict(e));
   out["refit_entries"] = refit;
+  py::list states;
+  for (const StateEntry& e : blob.states) {
+    py::dict d;
+    d["name"] = e.name;
+    d["input_name"] = e.input_name;
+    d["output_name"] = e.output_name;
+    d["dtype"] = static_cast<int>(e.dtype);
+    d["shape"] = e.sizes;
+    d["update"] = static_cast<int>(e.update);
+    // Initial contents: a view of the blob, valid while `view` is (the executor copies them into its state).
+    d["initial"] = e.initial == nullptr ? py::none() : slice(ByteSpan{e.initial, static_cast<size_t>(e.nbytes), true});
+    d["position_input"] = e.position_input;
+    d["position_kind"] = static_cast<int>(e.position_kind);
+    d["length_input"] = e.length_input;
+    d["length_dim"] = e.length_dim;
+    d["length_value"] = e.length_value;
+    states.append(d);
+  }
+  out["states"] = states;
+  out["state"] = slice(blob.state);
   if (owner) {
     py::list views;
     for (const WeightEntry& w : blob.weight_entries) views.append(weight_view(w, base, owner));

@@ -13,6 +13,7 @@
 #include "plan_recorder.h"
 #include "pointer_residence.h"
 #include "python_error.h"
+#include "state_guard.h"
 
 namespace py = pybind11;
 using executorch::runtime::EValue;
@@ -67,6 +68,15 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
   if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
+  // The state the executor keeps across calls, and how it updates each (its `state_updates`: name -> "in place"
+  // or "copied back"); a copied-back state costs its size on the execution device per call.
+  const py::dict updates =
+      py::hasattr(executor_, "state_updates") ? executor_.attr("state_updates").cast<py::dict>() : py::dict();
+  for (const StateEntry& e : blob_.states) {
+    const bool in_place =
+        !updates.contains(e.name.c_str()) || updates[e.name.c_str()].cast<std::string>() == "in place";
+    states_.push_back({e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes)});
+  }
   // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
   if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {
     native_ = executor_.attr("native").cast<std::shared_ptr<GraphInterpreter>>();
@@ -108,6 +118,7 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
+  check_write_positions(blob_, args);  // before anything writes into the state
   const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
   const auto run_start = std::chrono::steady_clock::now();
@@ -144,6 +155,7 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
       plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor, writes_in_place_));
   plan->executor_detail = executor_detail_;
   plan->executor_reason = choice_.reason;
+  plan->states = states_;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
     throw PlacementRejected(plan->rejection_message());

@@ -71,6 +71,7 @@ class DelegateHandle {
   ExecutorChoice choice_;  // which executor, where, why (copied into every plan)
   std::string executor_detail_;
   bool writes_in_place_ = false;
+  std::vector<StatePlacement> states_;  // the state the executor owns (blob STATE), copied into every plan
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state
 };

@@ -215,6 +215,12 @@ size_t PlacementPlan::bytes_copied() const {
   return total;
 }
 
+size_t PlacementPlan::state_bytes() const {
+  size_t total = 0;
+  for (const StatePlacement& s : states) total += s.bytes;
+  return total;
+}
+
 bool PlacementPlan::ok() const {
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
@@ -250,6 +256,10 @@ std::string PlacementPlan::repr() const {
       if (p.bytes) out << ", " << p.bytes << " B";
       if (!p.reason.empty()) out << "  (" << p.reason << ")";
     }
+  }
+  for (const StatePlacement& s : states) {
+    out << "\n  state " << s.name << ": owned on " << device_str(s.device) << ", "
+        << (s.in_place ? "updated in place" : "copied back on the device") << ", " << s.bytes << " B";
   }
   return out.str();
 }

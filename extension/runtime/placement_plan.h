@@ -64,6 +64,15 @@ struct TensorPlacement {
   std::string reason;     // why it is copied or rejected; empty for share
 };
 
+// A state tensor the delegate owns (blob STATE): where it lives and what this call did to it. It never crosses
+// the delegate boundary; `bytes` is what the delegate copied on the state's own device (0 when updated in place).
+struct StatePlacement {
+  std::string name;
+  EtDevice device{EtDeviceType::CPU, 0};
+  bool in_place = true;
+  size_t bytes = 0;
+};
+
 struct PlacementPlan {
   EtDevice execution_device{EtDeviceType::CPU, 0};
   std::string executor;         // "tensorrt" or "pytorch"
@@ -71,12 +80,14 @@ struct PlacementPlan {
   std::string executor_reason;  // why not TensorRT (and why not the recorded GPU); empty when TensorRT runs
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
+  std::vector<StatePlacement> states;
   // Filled in after the call: time inside the executor, and the delegate's own time around it (plan,
   // bind, write back, locks and GIL); 0 for a call that was rejected.
   uint64_t executor_ns = 0;
   uint64_t delegate_ns = 0;
 
-  size_t bytes_copied() const;
+  size_t bytes_copied() const;            // inputs and outputs: what crossed the delegate boundary
+  size_t state_bytes() const;             // state copied back on its device (not part of bytes_copied)
   bool ok() const;                        // nothing rejected
   std::string rejection_message() const;  // every rejection, one per line
   std::string repr() const;

@@ -73,6 +73,13 @@ def test_version_1_blobs_are_still_read():
     assert parsed.engine == fx.ENGINE and parsed.io == fx.IO and parsed.metadata == fx.METADATA
 
 
+def test_state_table_round_trips():
+    parsed = B.read_blob(fx.valid_stateful_blob())
+    assert parsed.states == fx.STATES
+    counter = parsed.states[1].initial_tensor(torch.device("cpu"))
+    assert counter.tolist() == [7] and parsed.states[0].nbytes == 2 * 16 * 4 * 4
+
+
 @pytest.mark.parametrize("name", sorted(fx.damaged_blobs()))
 def test_damaged_blob_is_rejected(name):
     data, fragment = fx.damaged_blobs()[name]
@@ -120,4 +127,4 @@ def test_writer_refuses_what_readers_reject():
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 5 + len(fx.damaged_blobs())
+    assert len(paths) == 6 + len(fx.damaged_blobs())

@@ -73,3 +73,82 @@ def test_a_shared_output_is_written_in_place(monkeypatch):
     (y,) = executor.run([torch.randn(2, 8)], [out])
     assert y is out
     assert ("address", "y", out.data_ptr()) in context.calls
+
+
+# ------------------------------------------------------------------ state (the blob's STATE table)
+
+
+class StatefulContext(FakeContext):
+    """A KV cache 'k' whose engine output 'k_out' aliases it, and a counter 'n' returned as 'n_out'."""
+
+    def get_tensor_shape(self, name):
+        return {"y": (self.shapes["x"][0], 4), "k_out": (1, 1, 8, 2), "n_out": (1,)}[name]
+
+    def execute_async_v3(self, stream):
+        super().execute_async_v3(stream)
+        self.ran = True
+        return True
+
+
+def _stateful(monkeypatch, aliases=True):
+    from et_tensorrt import state_table as S
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: SimpleNamespace(cuda_stream=1))
+    io = [
+        B.IOEntry(B.ROLE_INPUT, "x", B.scalar_type_code(torch.float32), (B.DimRange.static(2), B.DimRange.static(8))),
+        B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange.static(2), B.DimRange.static(4))),
+    ]
+    states = [
+        S.StateEntry("k_cache", torch.float32, (1, 1, 8, 2), "k", "k_out", S.UPDATE_IN_PLACE, None, position_input=0),
+        S.StateEntry("count", torch.int64, (1,), "n", "n_out", S.UPDATE_WRITE_BACK, None),
+    ]
+    context = StatefulContext()
+    names = ["x", "k", "n", "y", "k_out", "n_out"]
+    engine = SimpleNamespace(
+        create_execution_context=lambda: context,
+        num_optimization_profiles=1,
+        num_io_tensors=len(names),
+        get_tensor_name=names.__getitem__,
+        get_aliased_input_tensor=lambda name: ("k" if aliases else None) if name == "k_out" else None,
+    )
+    blob = B.Blob(io=io, program=b"", states=states)
+    return executors.TensorRTExecutor(blob, torch.device("cpu"), engine), context
+
+
+def test_an_in_place_state_is_one_buffer_bound_to_its_input_and_aliased_output(monkeypatch):
+    executor, context = _stateful(monkeypatch)
+    cache = executor.state["k_cache"]
+    executor.run([torch.randn(2, 8)], [None])
+    executor.run([torch.randn(2, 8)], [None])
+    bound = {(c[1], c[2]) for c in context.calls if c[0] == "address"}
+    assert ("k", cache.data_ptr()) in bound and ("k_out", cache.data_ptr()) in bound
+    assert executor.state["k_cache"] is cache  # kept across calls: allocated once
+    assert executor.state_updates == {"k_cache": "in place", "count": "copied back"}
+    assert ("shape", "k", (1, 1, 8, 2)) in context.calls
+
+
+def test_a_write_back_state_is_copied_from_its_output_after_the_call(monkeypatch):
+    executor, context = _stateful(monkeypatch)
+    counter = executor.state["count"]
+    executor.run([torch.randn(2, 8)], [None])
+    out_address = [c[2] for c in context.calls if c[:2] == ("address", "n_out")][0]
+    assert out_address != counter.data_ptr()
+    buffer = executor._states[1]._buffer
+    buffer.fill_(7)  # what the (fake) engine would have written: the call copies it into the state after running
+    executor.run([torch.randn(2, 8)], [None])
+    assert counter.item() == 7 and executor.state["count"] is counter
+
+
+def test_an_engine_that_does_not_alias_the_cache_copies_it_back_and_says_so(monkeypatch):
+    executor, context = _stateful(monkeypatch, aliases=False)
+    assert executor.state_updates["k_cache"] == "copied back"
+    executor.run([torch.randn(2, 8)], [None])
+    k_out = [c[2] for c in context.calls if c[:2] == ("address", "k_out")][0]
+    assert k_out != executor.state["k_cache"].data_ptr()
+
+
+def test_two_executors_of_one_blob_own_separate_state(monkeypatch):
+    first, _ = _stateful(monkeypatch)
+    second, _ = _stateful(monkeypatch)
+    assert first.state["k_cache"].data_ptr() != second.state["k_cache"].data_ptr()

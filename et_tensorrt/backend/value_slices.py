@@ -1,0 +1,67 @@
+"""Slices that start at a value read from a tensor become gathers, so the engine never needs it on the host.
+
+ExecuTorch's llama with ``enable_dynamic_shape=True`` reads its start position with ``input_pos[0].item()``
+and slices the rotary tables and the mask at it: ``freqs[start : start + S]``. A slice's start is a TensorRT
+shape tensor, which TensorRT reads from host memory before it can even size the engine's tensors. The same
+rows are ``index_select(freqs, 0, arange(S) + start)``: a gather whose indices are ordinary device data, and
+whose output size (``S``) comes from the tokens' shape. The write position's range is the delegate's to check
+(the state's position guard, backend/state_lifting.py).
+
+Applied to the program the ONNX export sees (the engine's); the embedded program keeps the slices.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+aten = torch.ops.aten
+_SLICES = (aten.slice.Tensor, aten.slice_copy.Tensor)
+
+
+def _read_value(node) -> bool:
+    """Whether ``node`` is a SymInt read from tensor data (``.item()``), not from a shape."""
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.op == "call_function"
+        and node.target == aten._local_scalar_dense.default
+    )
+
+
+def gathers_for_value_slices(gm: torch.fx.GraphModule) -> int:
+    """Rewrites ``slice(x, dim, v, v + L)`` with ``v`` read from a tensor into ``index_select``; returns how
+    many. ``gm`` is modified in place."""
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _SLICES or len(node.args) < 4:
+            continue
+        x, dim, start, end = node.args[:4]
+        step = node.args[4] if len(node.args) > 4 else 1
+        if step != 1 or not _read_value(start):
+            continue
+        if not (isinstance(end, torch.fx.Node) and end.target is operator.add and end.args[0] is start):
+            continue
+        length = end.args[1]
+        x_val = x.meta["val"]
+        fake = x_val.fake_mode
+        with graph.inserting_before(node):
+            ramp = graph.call_function(aten.arange.start_step, (0, length), {"dtype": torch.int64})
+            first = graph.call_function(aten.scalar_tensor.default, (start,), {"dtype": torch.int64})
+            rows = graph.call_function(aten.add.Tensor, (ramp, first))
+            gather = graph.call_function(aten.index_select.default, (x, dim, rows))
+        with fake:
+            length_val = length.meta["val"] if isinstance(length, torch.fx.Node) else length
+            ramp.meta["val"] = torch.arange(0, length_val, dtype=torch.int64)
+            first.meta["val"] = torch.scalar_tensor(0, dtype=torch.int64)
+            rows.meta["val"] = ramp.meta["val"] + first.meta["val"]
+        gather.meta["val"] = node.meta["val"]
+        node.replace_all_uses_with(gather)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.eliminate_dead_code()
+        graph.lint()
+        gm.recompile()
+    return count

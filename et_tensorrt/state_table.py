@@ -1,0 +1,122 @@
+"""The blob's STATE section (docs/blob-format.md): the state tensors a delegate owns across calls.
+
+One entry per mutable buffer the partition took over (a KV cache, a counter): its name, dtype, shape, initial
+contents (zeros, or the bytes), the engine input and output that carry it, whether the engine updates it in
+place (its output aliases its input: one device buffer) or returns the new value for the delegate to copy
+back, and the guard the delegate checks before each call (where the write positions come from). Written here,
+read by the C++ reader (extension/runtime/blob_reader.cpp, ``read_state_table``) with bounds checks, and
+handed to the executors parsed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+UPDATE_IN_PLACE = 0  # the engine's output aliases its input (TensorScatter -> IKVCacheUpdateLayer)
+UPDATE_WRITE_BACK = 1  # the engine returns the new value; the delegate copies it into the state
+INIT_ZEROS = 0
+INIT_BYTES = 1
+NO_INPUT = -1
+
+_HEAD = struct.Struct("<II")
+# name_len, input_len, output_len, dtype, rank, update, init, position_input, position_kind, reserved,
+# length_input, length_dim, length_value
+_FIXED = struct.Struct("<HHHBBBBhBBhhq")
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    name: str  # the buffer's fully qualified name
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    input_name: str  # the engine's binding names ("" when no engine was built)
+    output_name: str
+    update: int  # UPDATE_IN_PLACE or UPDATE_WRITE_BACK
+    initial: bytes | None  # None: zeros
+    position_input: int = NO_INPUT  # the guard (state_lifting.PositionGuard), NO_INPUT without one
+    position_kind: int = 0
+    length_input: int = NO_INPUT
+    length_dim: int = 0
+    length_value: int = 0
+
+    @property
+    def in_place(self) -> bool:
+        return self.update == UPDATE_IN_PLACE
+
+    @property
+    def nbytes(self) -> int:
+        n = torch.empty((), dtype=self.dtype).element_size()
+        for d in self.shape:
+            n *= d
+        return n
+
+    def initial_tensor(self, device: torch.device) -> torch.Tensor:
+        """A fresh tensor holding the initial contents on ``device`` (owned: never a view of the blob)."""
+        if self.initial is None:
+            return torch.zeros(self.shape, dtype=self.dtype, device=device)
+        host = torch.frombuffer(bytearray(self.initial), dtype=self.dtype).reshape(self.shape)
+        return host.to(device, copy=True)
+
+
+def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
+    from .blob import scalar_type_code
+
+    out = [_HEAD.pack(len(entries), 0)]
+    for e in entries:
+        name, inp, outp = (s.encode("utf-8") for s in (e.name, e.input_name, e.output_name))
+        init = INIT_ZEROS if e.initial is None else INIT_BYTES
+        out.append(
+            _FIXED.pack(
+                len(name),
+                len(inp),
+                len(outp),
+                scalar_type_code(e.dtype),
+                len(e.shape),
+                e.update,
+                init,
+                e.position_input,
+                e.position_kind,
+                0,
+                e.length_input,
+                e.length_dim,
+                e.length_value,
+            )
+        )
+        out += [name, inp, outp, struct.pack(f"<{len(e.shape)}q", *e.shape)]
+        if e.initial is not None:
+            out += [struct.pack("<Q", len(e.initial)), e.initial]
+    return b"".join(out)
+
+
+def initial_bytes(t: torch.Tensor) -> bytes | None:
+    """None when ``t`` is all zeros (the table then stores nothing), else its contiguous bytes."""
+    if not bool(t.any()):
+        return None
+    return t.detach().contiguous().view(torch.uint8).numpy().tobytes()
+
+
+def from_parsed(rows: Sequence[dict]) -> list[StateEntry]:
+    """The entries from the C++ reader's parse (``blob_to_python``'s ``states``)."""
+    from .blob import scalar_type_dtype
+
+    return [
+        StateEntry(
+            name=r["name"],
+            dtype=scalar_type_dtype(r["dtype"]),
+            shape=tuple(r["shape"]),
+            input_name=r["input_name"],
+            output_name=r["output_name"],
+            update=r["update"],
+            initial=None if r["initial"] is None else bytes(r["initial"]),
+            position_input=r["position_input"],
+            position_kind=r["position_kind"],
+            length_input=r["length_input"],
+            length_dim=r["length_dim"],
+            length_value=r["length_value"],
+        )
+        for r in rows
+    ]
