@@ -2,14 +2,14 @@
 
 Importing the package loads the native module (descriptors, and the delegate runtime registered into
 ExecuTorch's ``libexecutorch.so``). The ahead-of-time parts (partitioner, lowering) import ExecuTorch's
-``exir`` and are loaded on first use.
+``exir`` and are loaded on first use; the third-party noise that loading them and running them triggers
+(torchao, torch's pytree and ONNX exporter) is held back while they run, and only then (``_quiet.py``).
 """
-
-import importlib
 
 import torch  # noqa: F401  (the native module needs torch's libraries loaded first)
 
 from . import _C  # noqa: F401
+from ._quiet import QuietCall, import_quietly
 from .descriptors import Device, TensorDescriptor, describe, describe_inputs, translate_device
 from .errors import (
     BlobFormatError,
@@ -76,7 +76,14 @@ __all__ = [
 ]
 
 
+# Called inside _quiet.quiet_dependencies: the third-party noise they trigger is held back while they run.
+_QUIET_CALLS = {"explain", "lower", "save"}
+
+
 def __getattr__(name):
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(import_quietly(_LAZY[name], __name__), name)
+        value = QuietCall(value) if name in _QUIET_CALLS else value
+        globals()[name] = value  # imported once
+        return value
     raise AttributeError(f"module 'et_tensorrt' has no attribute {name!r}")

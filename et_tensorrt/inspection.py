@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import struct
 import textwrap
+import zipfile
 from dataclasses import dataclass, field
 
 from ._text import table
 
-# A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version.
+# A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version, then
+# ExecuTorch's extended header: "eh00", its length, the flatbuffer's size, the segments' offset and size.
 _IDENT_OFFSET = 4
+_EXTENDED_HEADER_END = 40
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _backend_id() -> str:
@@ -53,8 +57,8 @@ class ValueInfo:
     def __str__(self) -> str:
         if self.kind != "tensor":
             return self.kind
-        shape = ", ".join(str(s) for s in self.sizes)
-        return f"{self.dtype}[{shape}]" + (" (dynamic, upper bound)" if self.dynamic else "")
+        text = format_spec(self.dtype, self.sizes)
+        return text + ", dynamic: memory planned for these upper bounds" if self.dynamic else text
 
 
 @dataclass
@@ -95,14 +99,54 @@ class ProgramInfo:
         raise KeyError(f"no method {name!r}; the program has {[m.name for m in self.methods]}")
 
 
-def check_header(data: bytes, source: str = "input") -> str:
-    """The flatbuffer identifier, or NotAProgramError. Cheap: no ExecuTorch import."""
+def check_header(data: bytes, source: str = "input", size: int | None = None) -> str:
+    """The flatbuffer identifier, or NotAProgramError naming what the bytes are instead. ``data``: at least the
+    first 32 bytes; ``size``: the whole file's (default ``len(data)``), checked against the size the extended
+    header records, so a truncated file is refused before ExecuTorch reads it. Cheap: no ExecuTorch import."""
+    size = len(data) if size is None else size
+    if bytes(data[:4]) == _ZIP_MAGIC:
+        raise NotAProgramError(_zip_message(source))
     ident = bytes(data[_IDENT_OFFSET : _IDENT_OFFSET + 4])
     if len(data) < 8 or ident[:2] != b"ET" or not ident[2:].isdigit():
         raise NotAProgramError(
             f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; found {ident!r})"
         )
+    expected = _declared_size(bytes(data[:_EXTENDED_HEADER_END]))
+    if expected is not None and size < expected:
+        raise NotAProgramError(
+            f"{source} is truncated: {size:,} bytes, but its header says the program is {expected:,} bytes "
+            "(an incomplete copy or download: write or copy the .pte again)"
+        )
     return ident.decode()
+
+
+def _declared_size(head: bytes) -> int | None:
+    """The file size ExecuTorch's extended header ("eh00" at byte 8) implies: the flatbuffer, and the segments
+    after it when the header records their size; None without an extended header."""
+    if len(head) < 24 or head[8:12] != b"eh00":
+        return None
+    length, program_size, segment_base = struct.unpack_from("<IQQ", head, 12)
+    expected = program_size
+    if length >= 32 and len(head) >= 40:
+        (segment_data_size,) = struct.unpack_from("<Q", head, 32)
+        if segment_data_size:
+            expected = max(expected, segment_base + segment_data_size)
+    return expected
+
+
+def _zip_message(source: str) -> str:
+    """A zip archive where a .pte was expected: a torch.export program when it holds one."""
+    try:
+        with zipfile.ZipFile(source) as archive:
+            exported = any(name.split("/")[-1] == "archive_format" for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        exported = False
+    if exported:
+        return (
+            f"{source} is a torch.export program (.pt2), not an ExecuTorch .pte: lower it first "
+            f"(et-tensorrt lower {source} -o model.pte)"
+        )
+    return f"{source} is a zip archive, not an ExecuTorch .pte"
 
 
 def read_file(path: str | os.PathLike) -> bytes:
@@ -113,6 +157,14 @@ def read_file(path: str | os.PathLike) -> bytes:
         data = f.read()
     check_header(data, path)
     return data
+
+
+def check_file(path: str | os.PathLike) -> str:
+    """``check_header`` on a file, reading only its first bytes."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(_EXTENDED_HEADER_END)
+    return check_header(head, path, os.path.getsize(path))
 
 
 def _value_info(evalue) -> ValueInfo:
@@ -201,15 +253,28 @@ def inspect_file(path: str | os.PathLike) -> ProgramInfo:
 # ------------------------------------------------------------------------------------------ formatting
 
 
-def format_dims(dims) -> str:
-    """Blob dim ranges: ``4`` (static), ``1..4..16`` (min..opt..max), ``2..?`` (unbounded)."""
-    parts = []
-    for d in dims:
-        if d.is_static:
-            parts.append(str(d.min))
-        else:
-            parts.append(f"{d.min}..{d.opt}..{'?' if d.max == -1 else d.max}")
-    return "[" + ", ".join(parts) + "]"
+def format_dim(low: int, high: int | None = None, opt: int | None = None) -> str:
+    """One dim, the one way specs print it: ``16`` (static), ``1..32 (opt 4)`` (dynamic: the declared range, and
+    the size engines are tuned for, by default the traced example's), ``2..inf`` (no upper bound)."""
+    if high == low and opt in (None, low):
+        return str(low)
+    text = f"{low}..{'inf' if high is None else high}"
+    return text if opt is None else f"{text} (opt {opt})"
+
+
+def format_shape(dims) -> str:
+    """``(1..32 (opt 4), 16)``: each dim an int (static) or ``(low, high, opt)`` as :func:`format_dim` takes."""
+    return "(" + ", ".join(format_dim(*d) if isinstance(d, tuple) else str(d) for d in dims) + ")"
+
+
+def format_spec(dtype: str, dims) -> str:
+    """A tensor spec: ``float32(1..32 (opt 4), 16)``."""
+    return dtype + format_shape(dims)
+
+
+def blob_dims(dims) -> list:
+    """Blob dim ranges (``DimRange``, max -1 unbounded) as :func:`format_shape` takes them."""
+    return [d.min if d.is_static else (d.min, None if d.max == -1 else d.max, d.opt) for d in dims]
 
 
 def _kib(n: int) -> str:
@@ -289,8 +354,9 @@ def format_delegate(d: DelegateInfo) -> list:
     )
     if meta.get("profile_max_picked"):
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
-    rows = [("role", "name", "dtype", "device", "dims (min..opt..max)")]
+    rows = [("role", "name", "device", "spec (dynamic dims: min..max (opt))")]
     for e in b.io:
-        rows.append(("input" if e.role == 0 else "output", e.name, scalar_name(e.dtype), e.device, format_dims(e.dims)))
+        spec = format_spec(scalar_name(e.dtype), blob_dims(e.dims))
+        rows.append(("input" if e.role == 0 else "output", e.name, e.device, spec))
     lines.extend(table(rows, indent="  "))
     return lines

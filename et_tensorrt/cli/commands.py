@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import statistics
 import sys
 import time
 
@@ -15,9 +14,10 @@ import torch
 from ..parity import Tolerances, for_precision
 from .check import run_and_check
 from .common import EXIT_MISMATCH, EXIT_OK, CliError, NothingDelegated, backend_log, load_runtime, quiet_native_stderr
-from .display import print_plan, print_tensors
+from .display import print_plan, print_tensors, timing
 from .inputs import (
     check_inputs,
+    describe_specs,
     load_inputs,
     load_program,
     program_input_specs,
@@ -41,7 +41,7 @@ def _eager(module, inputs) -> list:
 def cmd_lower(args) -> int:
     program = load_program(args.program)
     specs = program_input_specs(program)
-    print(f"{args.program}: " + ", ".join(f"{s.name} {s.text()}" for s in specs))
+    print(f"{args.program}: {describe_specs(specs)}")
     lowered = lower_program(program, LoweringRequest.from_args(args), args.debug, source=args.program)
     write_program(args.output, lowered.data)
     return EXIT_OK
@@ -125,34 +125,30 @@ def cmd_run(args) -> int:
 
     _require_cuda(args.device)
     inputs = load_inputs(args.inputs) if args.inputs else None
-    with open(args.pte, "rb") as f:
-        try:
-            inspection.check_header(f.read(8), args.pte)
-        except inspection.NotAProgramError as e:
-            raise CliError(str(e)) from e
+    try:
+        inspection.check_file(args.pte)
+    except inspection.NotAProgramError as e:
+        raise CliError(str(e)) from e
     load_runtime(args.debug)
     if inputs is None:
-        inputs = random_inputs(pte_input_specs(args.pte), args.seed)
+        inputs = random_inputs(pte_input_specs(args.pte, args.debug), args.seed)
         print(f"random inputs (seed {args.seed}) of the recorded shapes:")
     else:  # count, dtype, shape and layout are checked by the Runner against the method: one rule set
         print(f"inputs from {args.inputs}:")
     inputs = [t.to(args.device) for t in inputs]
     print_tensors("input ", inputs)
-    runner, times = Runner(args.pte, verify=not args.no_verify), []
+    times = []
     with backend_log(args.debug), quiet_native_stderr(args.debug):
-        for _ in range(args.repeat):
+        runner = Runner(args.pte, verify=not args.no_verify)
+        for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
             outputs = runner.run(inputs)
-            times.append(time.perf_counter() - start)
+            if call >= args.warmup:
+                times.append(time.perf_counter() - start)
     print_plan(runner.last_plan)
     print("outputs:")
     print_tensors("output", outputs)
-    if args.repeat > 1:
-        ms = sorted(t * 1e3 for t in times)
-        print(
-            f"{args.repeat} calls: median {statistics.median(ms):.3f} ms, min {ms[0]:.3f} ms "
-            "(the first call includes the delegate's init)"
-        )
+    print(timing(times, args.warmup))
     return EXIT_OK
 
 

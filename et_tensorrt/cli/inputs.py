@@ -10,26 +10,39 @@ from typing import NamedTuple
 
 import torch
 
-from .common import CliError
+from ..inspection import format_spec
+from .common import CliError, quiet_native_stderr
 
 
 class InputSpec(NamedTuple):
     name: str  # "" when the program does not record one (a .pte)
-    shape: tuple[int, ...]  # a dynamic dim holds its example (or upper bound) size
+    shape: tuple[int, ...]  # a dynamic dim holds its example size (a .pte: the upper bound)
     dtype: torch.dtype
-    dynamic: tuple[bool, ...] | None  # per dim; None when unknown (a .pte records only upper bounds)
+    ranges: tuple | None = None  # per dim: (min, max or None) when dynamic, None when static; None: unknown (.pte)
 
-    def shape_text(self) -> str:
-        """``(2, <=16)``: a dynamic dim shows its example size as a bound."""
-        dims = self.dynamic or (False,) * len(self.shape)
-        return (
-            "("
-            + ", ".join(f"<={s}" if d and s else ("*" if d else str(s)) for s, d in zip(self.shape, dims, strict=True))
-            + ")"
-        )
+    def dims(self) -> list:
+        """Each dim as :func:`et_tensorrt.inspection.format_shape` takes it: an int, or (min, max, example)."""
+        ranges = self.ranges or (None,) * len(self.shape)
+        return [s if r is None else (*r, s) for s, r in zip(self.shape, ranges, strict=True)]
 
     def text(self) -> str:
-        return str(self.dtype).replace("torch.", "") + self.shape_text()
+        """``float32(1..32 (opt 4), 16)``: a dynamic dim shows its declared range and its example size."""
+        return format_spec(str(self.dtype).replace("torch.", ""), self.dims())
+
+    def accepts(self, shape: Sequence[int]) -> bool:
+        """Whether a tensor of ``shape`` fits: static dims equal, dynamic dims inside their range."""
+        if len(shape) != len(self.shape):
+            return False
+        for size, dim in zip(shape, self.dims(), strict=True):
+            low, high = (dim, dim) if isinstance(dim, int) else dim[:2]
+            if size < low or (high is not None and size > high):
+                return False
+        return True
+
+
+def describe_specs(specs: Sequence[InputSpec]) -> str:
+    """``x float32(2, 16), y int64(8)``: what a program takes, in order."""
+    return ", ".join(f"{s.name} {s.text()}" if s.name else s.text() for s in specs)
 
 
 def _records_cuda(path: str) -> bool:
@@ -92,8 +105,27 @@ def _concrete(d) -> int:
     return int(hint) if hint is not None else 2
 
 
+def _bound(value) -> int | None:
+    """A range end as an int; None for an unbounded one (torch's ``int_oo``)."""
+    try:
+        return int(value)
+    except (TypeError, OverflowError, ValueError):
+        return None
+
+
+def _dim_range(d, range_constraints) -> tuple | None:
+    """(min, max or None) of a dynamic dim as the program declares it (a derived ``16*s`` dim: 16*min..16*max)."""
+    if isinstance(d, int):
+        return None
+    from torch.utils._sympy.value_ranges import bound_sympy
+
+    bounds = bound_sympy(d.node.expr, range_constraints)
+    return _bound(bounds.lower), _bound(bounds.upper)
+
+
 def program_input_specs(program) -> list[InputSpec]:
-    """Each user input of an ExportedProgram, from its placeholder's ``meta["val"]``."""
+    """Each user input of an ExportedProgram, from its placeholder's ``meta["val"]`` and the program's declared
+    dim ranges (``range_constraints``)."""
     user_inputs = set(program.graph_signature.user_inputs)
     specs = []
     for node in program.graph.nodes:
@@ -102,25 +134,25 @@ def program_input_specs(program) -> list[InputSpec]:
             if not isinstance(val, torch.Tensor):
                 raise CliError(f"input {node.name!r} is not a tensor ({type(val).__name__}); pass inputs with --inputs")
             shape = tuple(_concrete(d) for d in val.shape)
-            specs.append(InputSpec(node.name, shape, val.dtype, tuple(not isinstance(d, int) for d in val.shape)))
+            ranges = tuple(_dim_range(d, program.range_constraints) for d in val.shape)
+            specs.append(InputSpec(node.name, shape, val.dtype, ranges))
     return specs
 
 
 def check_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> None:
-    """Count, dtype and (static) shape of ``inputs`` against an ExportedProgram's ``specs``."""
+    """Count, dtype and shape (static dims, dynamic ranges) of ``inputs`` against an ExportedProgram's ``specs``."""
     if len(inputs) != len(specs):
-        raise CliError(f"the program takes {len(specs)} input(s), got {len(inputs)}")
+        count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
+        raise CliError(f"the program takes {count} ({describe_specs(specs)}), got {len(inputs)}")
     for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
         label = f"input {i} ({spec.name})"
         if t.dtype != spec.dtype:
-            raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.dtype}")
-        if t.dim() != len(spec.shape) or any(
-            not dyn and a != b for a, b, dyn in zip(t.shape, spec.shape, spec.dynamic, strict=True)
-        ):
-            raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.shape_text()}")
+            raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.text()}")
+        if not spec.accepts(tuple(t.shape)):
+            raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.text()}")
 
 
-def pte_input_specs(path: str) -> list[InputSpec]:
+def pte_input_specs(path: str, debug: bool = False) -> list[InputSpec]:
     """Method inputs as ExecuTorch's method meta records them; for a dynamic tensor the sizes are the upper
     bound memory was planned for (whether a dim is dynamic is not recorded)."""
     from executorch.runtime import Runtime
@@ -128,7 +160,8 @@ def pte_input_specs(path: str) -> list[InputSpec]:
     from ..inspection import scalar_name
 
     try:
-        meta = Runtime.get().load_program(path).metadata("forward")
+        with quiet_native_stderr(debug):  # ExecuTorch logs its refusal before raising it
+            meta = Runtime.get().load_program(path).metadata("forward")
     except Exception as e:
         raise CliError(f"{path!r} could not be loaded by ExecuTorch ({type(e).__name__}: {e})") from e
     specs = []
@@ -140,5 +173,5 @@ def pte_input_specs(path: str) -> list[InputSpec]:
         dtype = getattr(torch, scalar_name(info.dtype()), None)
         if not isinstance(dtype, torch.dtype):
             raise CliError(f"method input {i} has ExecuTorch dtype {info.dtype()}, which torch does not have")
-        specs.append(InputSpec("", tuple(info.sizes()), dtype, None))
+        specs.append(InputSpec("", tuple(info.sizes()), dtype))
     return specs

@@ -47,14 +47,21 @@ def _host_or_cuda(text: str) -> torch.device:
     return parse_device(text, allow_cpu=True)
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
+def _integer_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
+_at_least_one = _integer_at_least(1)
+_at_least_zero = _integer_at_least(0)
 
 
 def _tolerance(text: str) -> float:
@@ -260,6 +267,13 @@ def build_parser(commands) -> argparse.ArgumentParser:
         help="where the inputs live: cpu or cuda:N (default cpu)",
     )
     p.add_argument("--repeat", type=_at_least_one, default=1, metavar="N", help="calls to time (default 1)")
+    p.add_argument(
+        "--warmup",
+        type=_at_least_zero,
+        default=1,
+        metavar="K",
+        help="untimed calls before the timed ones, so one-time costs stay out of the median (default 1)",
+    )
     p.add_argument(
         "--no-verify",
         action="store_true",

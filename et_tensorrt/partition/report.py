@@ -39,6 +39,10 @@ class ReasonCode(StrEnum):
 
 
 REPORT_WIDTH = 100  # the printed report fits a 100-column terminal (the decision column wraps)
+# The decision column keeps room for a partition name (every delegated row stays on one line); node and op
+# names are shortened only as much as that needs. A host reason longer than the room wraps.
+_DECISION_ROOM = 16
+_ELISION = "~"
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class PartitionReport:
     placed: bool  # the graph recorded device tensors (see the placement rule in et_tensorrt.partition)
     nodes: list[NodeDecision] = field(default_factory=list)
     warned: tuple[str, ...] = ()  # nodes named in a PlacementWarning
+    states: list = field(default_factory=list)  # mutable_state.StateDecision per mutated buffer
 
     @property
     def partitions(self) -> dict[str, tuple[str, ...]]:
@@ -99,10 +104,42 @@ class PartitionReport:
         rows = [("node", "op", "device", "decision")]
         for d in self.nodes:
             rows.append((d.name, d.op, d.devices or "-", d.partition or f"host: {_why(d)}"))
-        return head + "\n" + "\n".join(table(rows, width=REPORT_WIDTH))
+        rows, shortened = _fit_names(rows, REPORT_WIDTH)
+        if shortened:
+            head += f"\n(long node and op names are shortened with '{_ELISION}' to fit {REPORT_WIDTH} columns)"
+        states = "".join(f"\n{s}" for s in self.states)
+        return head + states + "\n" + "\n".join(table(rows, width=REPORT_WIDTH))
 
 
 def _why(decision: NodeDecision) -> str:
     """The reason, without a detail that only repeats the op (the op has its own column)."""
     reason = decision.reason
     return reason.code if reason.detail == decision.op else str(reason)
+
+
+def _fit_names(rows: list[tuple], width: int) -> tuple[list[tuple], bool]:
+    """Shortens the node and op columns (the widest first) until the decision column has ``_DECISION_ROOM``:
+    a conv net's ``aten__native_batch_norm_legit_no_training_default_12`` would leave it no room. Names lose their
+    middle (see ``_elide``)."""
+    node_w, op_w = (max(len(r[i]) for r in rows) for i in (0, 1))
+    device_w = max(len(r[2]) for r in rows)
+    budget = width - _DECISION_ROOM - (device_w + 2) - 4  # node and op together, each followed by two spaces
+    floor = max(len(rows[0][0]), len(rows[0][1]), 2 * len(_ELISION) + 8)
+    while node_w + op_w > budget and max(node_w, op_w) > floor:
+        if node_w >= op_w:
+            node_w -= 1
+        else:
+            op_w -= 1
+    fitted = [(_elide(r[0], node_w), _elide(r[1], op_w), *r[2:]) for r in rows]
+    return fitted, fitted != rows
+
+
+def _elide(text: str, width: int) -> str:
+    """``aten._native_batch_norm_le~.default``, ``aten__native_batch_norm_l~_19``: the start (which op) and the
+    last ``.``/``_`` part (the overload, the node's number) stay."""
+    if len(text) <= width:
+        return text
+    keep = width - len(_ELISION)
+    last = max(text.rfind("."), text.rfind("_"))
+    tail = len(text) - last if 0 < last and len(text) - last <= keep // 2 else keep // 3
+    return text[: keep - tail] + _ELISION + text[len(text) - tail :]

@@ -6,25 +6,47 @@ namespace et_tensorrt {
 namespace {
 
 // The delegate entry (input or output) that saw exactly this memory, if any: how a method input reaches the
-// delegate that reads it, or a method output the delegate that wrote it. The first delegate in call order wins.
+// delegate that reads it (the first in call order), or a method output the delegate that wrote it last
+// (ExecuTorch's memory plan reuses an output's memory for earlier intermediates, which other delegates wrote).
 const TensorPlacement* find_by_address(const std::vector<std::shared_ptr<const PlacementPlan>>& delegates, IoRole role,
                                        const void* data) {
   if (data == nullptr) return nullptr;
   const auto address = reinterpret_cast<uintptr_t>(data);
-  for (const auto& plan : delegates) {
-    for (const TensorPlacement& p : role == IoRole::Input ? plan->inputs : plan->outputs) {
+  const size_t n = delegates.size();
+  for (size_t k = 0; k < n; ++k) {
+    const PlacementPlan& plan = *delegates[role == IoRole::Input ? k : n - 1 - k];
+    for (const TensorPlacement& p : role == IoRole::Input ? plan.inputs : plan.outputs) {
       if (p.address == address) return &p;
     }
   }
   return nullptr;
 }
 
-// Appends one hop of a tensor's journey to the composed entry: the first copy names the action, bytes add up,
-// reasons read in order.
-void add_hop(TensorPlacement& entry, Placement action, size_t bytes, const std::string& reason) {
-  if (entry.action == Placement::Share || action == Placement::Reject) entry.action = action;
-  entry.bytes += action == Placement::Reject ? 0 : bytes;
-  if (!reason.empty()) entry.reason += (entry.reason.empty() ? "" : "; then ") + reason;
+// One step of a tensor's journey between the caller and the engine.
+struct Hop {
+  Placement action;
+  size_t bytes;
+  std::string reason;
+};
+
+// The composed entry: the first copy names the action (a rejection wins), bytes add up, reasons read in order.
+// With more than one copy the reason starts with what each copied ("copy result 160 B + copy out 160 B: ..."),
+// so the entry's bytes are never an unlabeled sum.
+void apply_hops(TensorPlacement& entry, const std::vector<Hop>& hops) {
+  std::string copies;
+  size_t count = 0;
+  for (const Hop& h : hops) {
+    if (entry.action == Placement::Share || h.action == Placement::Reject) entry.action = h.action;
+    if (h.action == Placement::Reject) continue;
+    entry.bytes += h.bytes;
+    if (h.action != Placement::Share) {
+      copies += (count++ ? " + " : "") + std::string(placement_name(h.action)) + " " + std::to_string(h.bytes) + " B";
+    }
+  }
+  for (const Hop& h : hops) {
+    if (!h.reason.empty()) entry.reason += (entry.reason.empty() ? "" : "; then ") + h.reason;
+  }
+  if (count > 1) entry.reason = copies + (entry.reason.empty() ? "" : ": " + entry.reason);
 }
 
 TensorPlacement compose_input(size_t i, const MethodInput& in,
@@ -34,18 +56,20 @@ TensorPlacement compose_input(size_t i, const MethodInput& in,
   entry.index = i;
   entry.from = entry.to = in.caller.device;
   entry.address = reinterpret_cast<uintptr_t>(in.method_data);
+  std::vector<Hop> hops;
   if (in.copied_into_planned) {
-    add_hop(entry, Placement::CopyIntoPlanned, in.caller.nbytes,
-            "ExecuTorch copies this method input into the memory it planned for it (lower with "
-            "zero_copy_inputs=True to share the caller's memory)");
+    hops.push_back({Placement::CopyIntoPlanned, in.caller.nbytes,
+                    "ExecuTorch copies this method input into the memory it planned for it (lower with "
+                    "zero_copy_inputs=True to share the caller's memory)"});
     entry.to = EtDevice(EtDeviceType::CPU, 0);  // ExecuTorch plans host memory
   }
   if (const TensorPlacement* d = find_by_address(delegates, IoRole::Input, in.method_data)) {
-    add_hop(entry, d->action, d->bytes, d->reason);
+    hops.push_back({d->action, d->bytes, d->reason});
     entry.to = d->to;
   } else if (!in.copied_into_planned) {
     entry.reason = "not a delegate input: ExecuTorch's kernels read it in place";
   }
+  apply_hops(entry, hops);
   return entry;
 }
 
@@ -56,15 +80,18 @@ TensorPlacement compose_output(size_t i, const MethodOutput& out,
   entry.index = i;
   entry.from = entry.to = out.result.device;
   entry.address = reinterpret_cast<uintptr_t>(out.result.data);
+  std::vector<Hop> hops;
   if (const TensorPlacement* d = find_by_address(delegates, IoRole::Output, out.result.data)) {
-    add_hop(entry, d->action, d->bytes, d->reason);
+    hops.push_back({d->action, d->bytes, d->reason});
     entry.from = d->from;
   }
   if (!out.written_in_place) {
-    add_hop(entry, Placement::CopyOut, out.result.nbytes,
-            out.caller_given ? "ExecuTorch planned this output's memory: copied into the caller's tensor"
-                             : "ExecuTorch reuses this output's planned memory on every call: the caller gets a copy");
+    hops.push_back({Placement::CopyOut, out.result.nbytes,
+                    out.caller_given ? "ExecuTorch planned this output's memory: copied into the caller's tensor"
+                                     : "ExecuTorch reuses this output's planned memory on every call: the caller "
+                                       "gets a copy"});
   }
+  apply_hops(entry, hops);
   return entry;
 }
 

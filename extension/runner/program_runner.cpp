@@ -16,6 +16,7 @@
 #include "../runtime/delegate_handle.h"
 #include "../runtime/plan_recorder.h"
 #include "delegate_fields_check.h"
+#include "kernel_threadpool.h"
 
 namespace et_tensorrt {
 namespace {
@@ -147,6 +148,51 @@ const void* method_input_data(const executorch::runtime::Method& m, size_t index
   return v.isTensor() ? v.toTensor().const_data_ptr() : nullptr;
 }
 
+// A non-tensor method input, by its EValue tag.
+std::string value_kind(executorch::runtime::Result<executorch::runtime::Tag> tag) {
+  using executorch::runtime::Tag;
+  if (!tag.ok()) return "a value";
+  switch (*tag) {
+    case Tag::Int:
+      return "an int";
+    case Tag::Double:
+      return "a float";
+    case Tag::Bool:
+      return "a bool";
+    case Tag::String:
+      return "a string";
+    case Tag::None:
+      return "None";
+    default:
+      return "a list";
+  }
+}
+
+// What a method takes, for a wrong input count: "input 0: float32 (4, 16), input 1: int64 up to (8,)". A dynamic
+// tensor shows the upper bound ExecuTorch planned its memory for (the method records no ranges).
+std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const executorch::runtime::Method& m) {
+  std::string out;
+  for (size_t i = 0; i < meta.num_inputs(); ++i) {
+    if (i) out += ", ";
+    out += "input " + std::to_string(i) + ": ";
+    auto info = meta.input_tensor_meta(i);
+    if (!info.ok()) {
+      out += value_kind(meta.input_tag(i));
+      continue;
+    }
+    if (!info->name().empty()) out += "'" + std::string(info->name()) + "' ";
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    const EValue& value = m.get_input(i);
+#pragma GCC diagnostic pop
+    const bool dynamic =
+        value.isTensor() && value.toTensor().shape_dynamism() != executorch::aten::TensorShapeDynamism::STATIC;
+    out += std::string(c10::getDtypeNames(executorch_to_torch_dtype(info->scalar_type())).first) +
+           (dynamic ? " up to " : "") + tuple_str(info->sizes());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
@@ -237,11 +283,13 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
   last_plan_.reset();
   auto meta = module_->method_meta(method);
   if (!meta.ok()) fail("no metadata for method '" + method + "'", meta.error());
-  if (inputs.size() != meta->num_inputs()) {
-    throw std::invalid_argument("method '" + method + "' takes " + std::to_string(meta->num_inputs()) +
-                                " inputs, got " + std::to_string(inputs.size()));
-  }
   executorch::runtime::Method& m = loaded_method(method);
+  if (inputs.size() != meta->num_inputs()) {
+    const size_t n = meta->num_inputs();
+    throw InputShapeError("method '" + method + "' takes " + std::to_string(n) + " input" + (n == 1 ? "" : "s") + " (" +
+                          describe_inputs(*meta, m) + "), got " + std::to_string(inputs.size()) +
+                          ": pass one tensor per input, in this order");
+  }
   // Descriptors own references to the caller's tensors for the whole call.
   std::vector<TensorPtr> descriptors;
   std::vector<MethodInput> plan_inputs(inputs.size());
@@ -282,6 +330,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
     targets.push_back(target);
   }
   set_last_delegate_error("");
+  create_kernel_threadpool_quietly();
   Error status = Error::Ok;
   std::vector<std::shared_ptr<const PlacementPlan>> delegate_plans;
   {

@@ -31,19 +31,27 @@ def test_table_is_compact_and_complete(fake_edge):
     lines = text.splitlines()
     assert lines[0] == "et_tensorrt partition report: engine cuda:0, graph placed"
     assert lines[1] == "1 partition(s), 1 node(s) delegated, 3 kept on host"
-    assert lines[2].split() == ["node", "op", "device", "decision"]
-    assert set(lines[3]) <= {"-", " "}
-    assert max(len(line) for line in lines) <= 100  # the decision column wraps to fit a 100-column terminal
+    assert lines[2] == "(long node and op names are shortened with '~' to fit 100 columns)"
+    assert lines[3].split() == ["node", "op", "device", "decision"]
+    assert set(lines[4]) <= {"-", " "}
+    assert max(len(line) for line in lines) <= 100  # names elide and the decision wraps to fit 100 columns
     rows = {}  # a row, with the indented lines its decision wrapped onto
     last = ""
-    for line in lines[4:]:
+    for line in lines[5:]:
         if line.startswith(" "):
             rows[last] += " " + line.strip()
         else:
             last = line.split()[0]
             rows[last] = line
     assert rows["aten_mul_tensor"].split()[1:] == ["aten.mul.Tensor", "cuda:0", "et_tensorrt_0"]
-    assert rows["dim_order_ops__to_dim_order_copy_default"].endswith("cpu host: cast:device-change (cuda:0 -> cpu)")
+    row = rows["dim_order_ops__to_dim_order~_default"]  # the middle of a long name gives way, never its ends
+    assert row.split() == ["dim_order_ops__to_dim_order~_default", "dim_order_ops._to_dim_order~.default", "cpu"] + [
+        "host:",
+        "cast:device-change",
+        "(cuda:0",
+        "->",
+        "cpu)",
+    ]
     assert len(rows) == 4
 
 

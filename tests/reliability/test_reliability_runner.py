@@ -138,7 +138,9 @@ def test_dense_permuted_input_is_computed_correctly_or_refused(pte, model):
 
 def test_wrong_input_count(pte, model):
     runner = Runner(pte)
-    with pytest.raises(ValueError, match="takes 1 inputs, got 2"):
+    with pytest.raises(
+        ValueError, match=r"takes 1 input \(input 0: float32\(2, \d+\)\), got 2: pass one tensor per input"
+    ):
         runner.run([EXAMPLE, EXAMPLE])
     check_valid_run(runner, model)
 
