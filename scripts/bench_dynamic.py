@@ -104,7 +104,7 @@ def _tokens(model, names, key, seq_names=None, mask=False, dynamic_seq=True, **f
 
 def _zoo():
     """The model zoo's tiny transformer models (transformers imports torchvision when it is installed)."""
-    _torchvision()
+    bench_models._before_transformers()
     return bench_models
 
 

@@ -80,6 +80,15 @@ def _import_torchvision():
     return importlib.import_module("torchvision")
 
 
+def _before_transformers() -> None:
+    """transformers imports torchvision when it is installed: declare its op schemas first. Without
+    torchvision the text models need nothing."""
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is not None:
+        _import_torchvision()
+
+
 def _estimate_batch_norm(model: torch.nn.Module, shape, batches: int = 4) -> torch.nn.Module:
     """Random init leaves BatchNorm at mean 0 / var 1, and deep CNNs then output ~1e-9: estimate the
     statistics from a few random batches so outputs (and parity) mean something."""
@@ -234,22 +243,22 @@ def llama_model():
 
 
 def _bert() -> Zoo:
-    _import_torchvision()
+    _before_transformers()
     return _token_zoo(bert_model(), ("input_ids", "attention_mask"), "last_hidden_state", mask=True)
 
 
 def _gpt2() -> Zoo:
-    _import_torchvision()
+    _before_transformers()
     return _token_zoo(gpt2_model(), ("input_ids",), "logits", use_cache=False)
 
 
 def _t5() -> Zoo:
-    _import_torchvision()
+    _before_transformers()
     return _token_zoo(t5_model(), ("input_ids", "decoder_input_ids"), "logits", use_cache=False)
 
 
 def _llama() -> Zoo:
-    _import_torchvision()
+    _before_transformers()
     return _token_zoo(llama_model(), ("input_ids",), "logits", use_cache=False)
 
 
