@@ -359,4 +359,22 @@ def format_delegate(d: DelegateInfo) -> list:
         spec = format_spec(scalar_name(e.dtype), blob_dims(e.dims))
         rows.append(("input" if e.role == 0 else "output", e.name, e.device, spec))
     lines.extend(table(rows, indent="  "))
+    if b.states:
+        total = _kib(sum(e.nbytes for e in b.states))
+        lines.append(f"  state the delegate owns on {exec_dev} ({total}, docs/stateful-decode.md):")
+        rows = [("state", "spec", "update", "initial", "write positions")]
+        for e in b.states:
+            guard = "-" if e.position_input < 0 else f"input {e.position_input}"
+            if e.position_input >= 0 and e.position_kind == 1:
+                guard += " (start)"
+            rows.append(
+                (
+                    e.name,
+                    format_spec(str(e.dtype).replace("torch.", ""), e.shape),
+                    "in place" if e.in_place else "copied back",
+                    "zeros" if e.initial is None else "bytes",
+                    guard,
+                )
+            )
+        lines.extend(table(rows, indent="  "))
     return lines

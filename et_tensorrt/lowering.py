@@ -16,6 +16,7 @@ _PARTITIONER_OPTIONS = (
     "torch_executed_ops",
     "require_full_compilation",
     "opt_sizes",
+    "own_mutable_buffers",
 )
 
 
@@ -45,6 +46,7 @@ def lower(
     zero_copy_inputs: bool = True,
     zero_copy_outputs: bool = False,
     build_options: BuildOptions | None = None,
+    constant_methods: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
@@ -56,17 +58,22 @@ def lower(
     own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
     ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
-    see docs/dynamic-shapes.md) or are :class:`BuildOptions` fields
+    see docs/dynamic-shapes.md; ``own_mutable_buffers``, default True: the delegate owns the mutable buffers
+    its partitions update, such as KV caches, see docs/stateful-decode.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
     ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one
-    or as ``build_options`` (keywords override its fields).
+    or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a
+    constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
+    :func:`et_tensorrt.llm.llm_methods`).
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     """
     from executorch.exir import to_edge_transform_and_lower
 
     partitioner = make_partitioner(options, build_options)
     program = export(model, example_inputs, dynamic_shapes)
-    edge = to_edge_transform_and_lower(program, partitioner=[partitioner])
+    edge = to_edge_transform_and_lower(
+        program, partitioner=[partitioner], constant_methods=dict(constant_methods) if constant_methods else None
+    )
     lower.last_report = partitioner.report
     return edge.to_executorch(
         executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)

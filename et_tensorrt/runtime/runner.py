@@ -84,12 +84,14 @@ class Runner:
     def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview, *, verify: bool = True):
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
-            self._native = _C.ProgramRunner.from_bytes(bytes(program), verify)
+            self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes
         else:
             path = os.fspath(program)
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
-            self._native = _C.ProgramRunner.from_file(path, verify)
+            self._source, self._from = path, _C.ProgramRunner.from_file
+        self._verify = verify
+        self._native = self._from(self._source, verify)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
         self.last_plan: _C.MethodPlan | None = None
@@ -123,6 +125,18 @@ class Runner:
     def last_plans(self) -> list[_C.PlacementPlan]:
         """Every delegate's placement plan of the last call, in call order."""
         return [] if self.last_plan is None else list(self.last_plan.delegates)
+
+    def reset(self) -> None:
+        """Starts over: the program's methods are loaded again, so every delegate's state (a KV cache, its
+        counters) holds its initial contents. Decoding a new sequence does not need this: its positions restart
+        at 0 and the attention mask hides the rows a longer previous sequence left behind."""
+        native = self._require()
+        with self._lock:
+            self._native = None
+            del native  # the old methods (and their delegates' device state) go before the new ones load
+            self._native = self._from(self._source, self._verify)
+            self.last_plan = None
+            self.outputs_written_in_place = []
 
     def close(self) -> None:
         self._native = None

@@ -1,0 +1,175 @@
+"""Real decoders, made by exporters nobody here wrote, lowered and decoded token by token against eager.
+
+Tiny configs with random weights (nothing is downloaded):
+
+* ``executorch_llama(dynamic)``: ExecuTorch's ``examples/models/llama`` Transformer with ``use_kv_cache=True``;
+  ``dynamic=True`` is its LLM export default (``enable_dynamic_shape``: one ``forward`` for a prompt of S
+  tokens and for single tokens, the write position read with ``input_pos[0].item()``).
+* ``hf_llama()``: HF transformers' ``TorchExportableModuleForDecoderOnlyLM`` (a Llama with a static cache).
+
+``decode(decoder, pte, tokens)`` runs the prompt then one token per call through :class:`et_tensorrt.Runner`
+and the eager model side by side, and returns per step the largest error and the delegate's bytes moved.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+MAX_CONTEXT = 32
+VOCAB = 128
+
+
+@dataclass
+class Decoder:
+    name: str
+    program: torch.export.ExportedProgram
+    eager: torch.nn.Module  # its own state: run it only after lowering `program`
+    # (tokens of this call, start position) -> (args, kwargs) of the eager forward; their tensors in order are
+    # the method's inputs
+    inputs: Callable[[list[int], int], tuple[tuple, dict]]
+    prompt_tokens: bool  # whether one call may take several tokens
+    cache_bytes: int
+
+
+def executorch_llama(
+    dynamic: bool = False, layers: int = 2, dtype: torch.dtype = torch.float32, vocab: int = VOCAB
+) -> Decoder:
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    args = ModelArgs(
+        dim=64,
+        n_layers=layers,
+        n_heads=4,
+        n_kv_heads=2,
+        vocab_size=vocab,
+        hidden_dim=128,
+        max_seq_len=MAX_CONTEXT,
+        max_context_len=MAX_CONTEXT,
+        max_batch_size=1,
+        use_kv_cache=True,
+        enable_dynamic_shape=dynamic,
+    )
+    torch.manual_seed(0)
+    model = construct_transformer(args).eval().requires_grad_(False).to(dtype)
+    reference = copy.deepcopy(model)
+
+    def inputs(tokens, start):
+        return (torch.tensor([tokens], dtype=torch.long), {"input_pos": torch.tensor([start], dtype=torch.long)}), {}
+
+    example, _ = inputs([3, 5, 7] if dynamic else [3], 0)
+    shapes = ({1: torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)}, {"input_pos": {0: None}}) if dynamic else None
+    program = torch.export.export(model, example, dynamic_shapes=shapes, strict=False)
+    cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if "kv_cache" in n)
+    return Decoder(
+        f"executorch llama ({'enable_dynamic_shape' if dynamic else 'static'}"
+        + ("" if dtype == torch.float32 else f", {str(dtype).replace('torch.', '')}")
+        + ")",
+        program,
+        reference,
+        inputs,
+        dynamic,
+        cache,
+    )
+
+
+def hf_llama(layers: int = 2) -> Decoder:
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2 * MAX_CONTEXT,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval().requires_grad_(False)
+    model.generation_config = GenerationConfig(
+        use_cache=True,
+        cache_implementation="static",
+        max_length=MAX_CONTEXT,
+        cache_config={"batch_size": 1, "max_cache_len": MAX_CONTEXT},
+    )
+    exportable = TorchExportableModuleForDecoderOnlyLM(model)
+    program = exportable.export(input_ids=torch.tensor([[1]]), cache_position=torch.tensor([0]))
+    # transformers 5's outer forward drops cache_position; the module it exports is the inner one
+    reference = copy.deepcopy(exportable.model)
+
+    def inputs(tokens, start):
+        ids = torch.tensor([tokens], dtype=torch.long)
+        return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
+
+    cache = sum(b.numel() * b.element_size() for n, b in exportable.named_buffers() if "_cache_" in n)
+    return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache)
+
+
+@dataclass
+class Step:
+    tokens: int  # tokens in this call
+    max_error: float
+    bytes_moved: int  # every delegate's bytes copied in this call (inputs, results, outputs; not its state)
+    state_bytes: int  # the delegate's state written back on its device (0 for a cache updated in place)
+    seconds: float = 0.0  # the Runner call alone (eager runs outside it)
+    plans: list = field(default_factory=list)
+
+
+def _flat(inputs) -> list[torch.Tensor]:
+    return [t for t in torch.utils._pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)]
+
+
+def decode(decoder: Decoder, pte, tokens: Sequence[int], prompt: int = 1) -> list[Step]:
+    """The first ``prompt`` tokens in one call (when the decoder takes several), then one per call, from
+    position 0; ``pte`` is the program's bytes or a :class:`et_tensorrt.Runner` of it."""
+    from et_tensorrt import Runner
+
+    runner = pte if isinstance(pte, Runner) else Runner(pte)
+    calls = [list(tokens[:prompt])] + [[t] for t in tokens[prompt:]] if decoder.prompt_tokens else [[t] for t in tokens]
+    steps, start = [], 0
+    for call in calls:
+        args, kwargs = decoder.inputs(call, start)
+        with torch.no_grad():
+            expected = decoder.eager(*args, **kwargs)
+        expected = expected[0] if isinstance(expected, (tuple, list)) else expected
+        began = time.perf_counter()
+        got = runner.run(_flat((args, kwargs)))[0]
+        seconds = time.perf_counter() - began
+        expected = expected.reshape(got.shape) if expected.numel() == got.numel() else expected[..., -1, :]
+        plans = runner.last_plans
+        steps.append(
+            Step(
+                tokens=len(call),
+                max_error=float((got - expected.reshape(got.shape)).abs().max()),
+                bytes_moved=sum(p.bytes_copied for p in plans),
+                state_bytes=sum(s.bytes for p in plans for s in p.states),
+                seconds=seconds,
+                plans=plans,
+            )
+        )
+        start += len(call)
+    return steps
+
+
+def byte_level_tokenizer(path, vocab: int = 320) -> int:
+    """Trains a tiny byte-level BPE (``tokenizers``; nothing downloaded) and saves it as a HF ``tokenizer.json``
+    at ``path``, the form ExecuTorch's LLM runners read. Token 0 is ``<s>``, 1 is ``</s>``. Returns its size."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=["<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    text = ["the cat sat on the mat.", "a dog ran in the sun, and the cat ran too."] * 8
+    tokenizer.train_from_iterator(text, trainer)
+    tokenizer.save(str(path))
+    return tokenizer.get_vocab_size()
