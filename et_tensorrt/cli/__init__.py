@@ -24,6 +24,7 @@ from .common import (
     UsageError,
     quiet_third_party,
 )
+from .generate import cmd_generate
 from .parser import build_parser
 
 COMMANDS = {
@@ -32,6 +33,7 @@ COMMANDS = {
     "inspect": cmd_inspect,
     "run": cmd_run,
     "check": cmd_check,
+    "generate": cmd_generate,
     "describe": cmd_describe,
     "cache": cmd_cache,
 }

@@ -292,6 +292,13 @@ def build_parser(commands) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object (the results) instead of the text")
     _lowering_options(p)
 
+    p = sub.add_parser("generate", help="generate text from a prompt: ExecuTorch's TextLLMRunner runs the .pte")
+    p.add_argument("pte", type=_existing_file, help="an LLM .pte lowered with et_tensorrt.llm.llm_methods")
+    p.add_argument("--tokenizer", type=_existing_file, required=True, help="its tokenizer (a HF tokenizer.json, ...)")
+    p.add_argument("--prompt", required=True, help="the text to continue")
+    p.add_argument("--max-new-tokens", type=_at_least_one, default=16, metavar="N", help="(default 16)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 picks the likeliest token (default 0)")
+
     sub.add_parser("describe", help="print ExecuTorch descriptors of a few example tensors")
 
     p = sub.add_parser("cache", help="the on-disk build cache: list its entries, its size and limit, or clear it")

@@ -1,0 +1,68 @@
+"""``generate`` (et_tensorrt.llm): ExecuTorch's own C++ TextLLMRunner drives a decoder lowered with
+et_tensorrt, KV cache in the delegate: the same text as the same program lowered with XNNPACK, a prompt
+continued, and reset to start over."""
+
+from __future__ import annotations
+
+import pytest
+
+import et_tensorrt
+from et_tensorrt.errors import RunnerError
+from et_tensorrt.llm import TextGenerator, llm_methods
+from et_tensorrt.testing import decoders
+
+pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("llm")
+    tokenizer = folder / "tokenizer.json"
+    vocab = decoders.byte_level_tokenizer(tokenizer)
+    methods = llm_methods(max_seq_len=decoders.MAX_CONTEXT, vocab_size=vocab, bos_id=0, eos_ids=[1])
+
+    def export():  # ExecuTorch's default LLM export (enable_dynamic_shape); one program per lowering
+        return decoders.executorch_llama(dynamic=True, vocab=vocab).program
+
+    ours = folder / "et_tensorrt.pte"
+    ours.write_bytes(et_tensorrt.lower(export(), constant_methods=methods))
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    xnnpack = folder / "xnnpack.pte"
+    edge = to_edge_transform_and_lower(export(), partitioner=[XnnpackPartitioner()], constant_methods=methods)
+    xnnpack.write_bytes(edge.to_executorch().buffer)
+    return ours, xnnpack, tokenizer
+
+
+def test_same_text_as_xnnpack_then_continued_then_reset(llm):
+    ours, xnnpack, tokenizer = llm
+    texts = {}
+    for name, pte in (("et_tensorrt", ours), ("xnnpack", xnnpack)):
+        generator = TextGenerator(pte, tokenizer)
+        first = generator.generate("the cat", max_new_tokens=8)
+        assert first.prompt_tokens >= 2 and first.generated_tokens >= 1
+        more = generator.generate(" sat on", max_new_tokens=4)  # continues at the position the first left
+        generator.reset()
+        again = generator.generate("the cat", max_new_tokens=8)
+        assert again.text == first.text  # a reset sequence decodes as the first did
+        texts[name] = (first.text, more.text)
+    assert texts["et_tensorrt"] == texts["xnnpack"]
+
+
+def test_cli_generate(llm, run_cli):
+    ours, _, tokenizer = llm
+    result = run_cli(
+        "generate", ours, "--tokenizer", tokenizer, "--prompt", "the cat", "--max-new-tokens", 4, cwd=ours.parent
+    )
+    assert result.status == 0 and result.stderr == "", result.stderr
+    assert result.stdout.startswith("the cat")
+    assert "generated in" in result.stdout and "by TextLLMRunner; the KV cache stays in the delegate" in result.stdout
+
+
+def test_program_without_llm_methods_is_refused(llm, tmp_path):
+    _, _, tokenizer = llm
+    plain = tmp_path / "plain.pte"
+    plain.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
+    with pytest.raises(RunnerError, match=r"no method\(s\) get_max_seq_len, .*llm_methods"):
+        TextGenerator(plain, tokenizer)
