@@ -1,0 +1,170 @@
+"""Token-by-token decode: what each call moves, with the KV cache owned by the delegate or left to ExecuTorch.
+
+Side by side in one run, for each decoder (et_tensorrt.testing.decoders: ExecuTorch's llama with
+``use_kv_cache``, static and ``enable_dynamic_shape``, and HF's ``TorchExportableModuleForDecoderOnlyLM``):
+
+* ``et_tensorrt`` — the delegate owns the caches (``own_mutable_buffers``, the default);
+* ``et_tensorrt (caches ExecuTorch's)`` — ``own_mutable_buffers=False``, the round-2 behaviour: the delegate
+  takes each cache as an input and returns it, and ExecuTorch copies it back;
+* ``xnnpack`` — ExecuTorch's XNNPACK partitioner on the same program (its caches stay in ExecuTorch's planned
+  memory; the cache writes run as host kernels).
+
+Per row: partitions, host kernels that copy (``aten::copy_``), bytes the delegate copied per token at its boundary
+(inputs, results, outputs: a cache ExecuTorch owns crosses it twice) and state it wrote back on its device, the
+executor's time per token, the first call (the prompt, with one-time costs) and tokens/s of the single-token
+calls after it (the method calls alone), and the largest error against eager.
+Without a GPU the delegate runs its embedded program with PyTorch on the CPU (the ``executor`` column says so):
+the bytes are what the placement plan did, the times are not TensorRT's.
+
+Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
+
+    python scripts/bench_decode.py [--tokens 18] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import et_tensorrt  # noqa: E402
+from et_tensorrt.inspection import inspect_bytes  # noqa: E402
+from et_tensorrt.testing import decoders  # noqa: E402
+
+TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 1, 17, 19]
+
+
+@dataclass
+class Row:
+    decoder: str
+    backend: str
+    partitions: int = 0
+    host_copies: int = 0
+    io_bytes_per_token: float | None = None  # copied at the delegate boundary (inputs, results, outputs)
+    state_bytes_per_token: float | None = None  # state written back inside the delegate, on its device
+    executor: str = ""
+    executor_us: float | None = None
+    first_call_ms: float = 0.0  # the prompt, with the one-time costs (the embedded program's first load, ...)
+    tokens_per_s: float = 0.0  # the single-token calls after it
+    max_error: float = 0.0
+    error: str = ""
+
+
+def _host_copies(pte: bytes) -> int:
+    return sum(op.startswith("aten::copy_") for m in inspect_bytes(pte).methods for op in m.operators)
+
+
+def run_ours(decoder, tokens, own: bool) -> Row:
+    row = Row(decoder.name, "et_tensorrt" if own else "et_tensorrt (caches ExecuTorch's)")
+    pte = et_tensorrt.lower(decoder.program, own_mutable_buffers=own)
+    row.partitions = len(et_tensorrt.lower.last_report.partitions)
+    row.host_copies = _host_copies(pte)
+    steps = decoders.decode(decoder, pte, tokens, prompt=3)
+    singles = steps[1:]  # the prompt call moves its S tokens' logits; per token: the single-token calls
+    row.io_bytes_per_token = statistics.mean(s.bytes_moved for s in singles)
+    row.state_bytes_per_token = statistics.mean(s.state_bytes for s in singles)
+    row.executor = singles[-1].plans[0].executor
+    row.executor_us = statistics.median(sum(p.executor_ns for p in s.plans) / 1e3 for s in singles)
+    row.first_call_ms = steps[0].seconds * 1e3
+    row.tokens_per_s = len(singles) / sum(s.seconds for s in singles)
+    row.max_error = max(s.max_error for s in steps)
+    return row
+
+
+def run_xnnpack(decoder, tokens) -> Row:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.exir.lowered_backend_module import get_lowered_submodules
+    from executorch.runtime import Runtime
+
+    row = Row(decoder.name, "xnnpack", executor="XNNPACK (cpu)")
+    edge = to_edge_transform_and_lower(decoder.program, partitioner=[XnnpackPartitioner()])
+    row.partitions = len(get_lowered_submodules(edge.exported_program().graph_module))
+    pte = edge.to_executorch().buffer
+    row.host_copies = _host_copies(pte)
+    method = Runtime.get().load_program(pte).load_method("forward")
+    calls = [list(tokens[:3])] + [[t] for t in tokens[3:]] if decoder.prompt_tokens else [[t] for t in tokens]
+    position, seconds = 0, []
+    for call in calls:
+        args, kwargs = decoder.inputs(call, position)
+        with torch.no_grad():
+            expected = decoder.eager(*args, **kwargs)
+        expected = expected[0] if isinstance(expected, (tuple, list)) else expected
+        start = time.perf_counter()
+        got = method.execute(decoders._flat((args, kwargs)))[0]
+        seconds.append(time.perf_counter() - start)
+        expected = expected.reshape(got.shape) if expected.numel() == got.numel() else expected[..., -1, :]
+        row.max_error = max(row.max_error, float((got - expected.reshape(got.shape)).abs().max()))
+        position += len(call)
+    row.first_call_ms = seconds[0] * 1e3
+    row.tokens_per_s = (len(seconds) - 1) / sum(seconds[1:])
+    return row
+
+
+def llama_1b_projection() -> dict:
+    """Llama-3.2-1B: 16 layers, 8 KV heads, head dim 64, context 2048, fp16 caches."""
+    layers, kv_heads, head_dim, context, itemsize = 16, 8, 64, 2048, 2
+    cache = 2 * layers * kv_heads * context * head_dim * itemsize  # K and V
+    logits = 128256 * 4
+    return {"cache_bytes": cache, "before_per_token": 2 * cache + logits, "after_per_token": logits}
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=18)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    tokens = TOKENS[: args.tokens]
+    rows = []
+    for make in (decoders.executorch_llama, lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
+        for backend in ("ours", "ours-not-owned", "xnnpack"):
+            decoder = make()  # fresh: each lowering and each eager reference starts from the initial state
+            try:
+                if backend == "xnnpack":
+                    rows.append(run_xnnpack(decoder, tokens))
+                else:
+                    rows.append(run_ours(decoder, tokens, own=backend == "ours"))
+            except Exception as exc:  # noqa: BLE001  (a failing row is reported; the others still run)
+                name = {"ours": "et_tensorrt", "ours-not-owned": "et_tensorrt (caches ExecuTorch's)"}.get(backend)
+                rows.append(Row(decoder.name, name or backend, error=f"{type(exc).__name__}: {exc}"[:300]))
+    print(f"torch {torch.__version__}, {len(tokens)} tokens (prompt of 3 where one call takes several)\n")
+    print(
+        "| decoder | backend | partitions | host copy_ | I/O B/token | state B/token | executor | executor us/token "
+        "| first call ms | tokens/s after | max err |"
+    )
+    print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r.error:
+            print(f"| {r.decoder} | {r.backend} | failed: {r.error} |||||||| ")
+            continue
+        print(
+            f"| {r.decoder} | {r.backend} | {r.partitions} | {r.host_copies} | {_fmt(r.io_bytes_per_token, ',.0f')} "
+            f"| {_fmt(r.state_bytes_per_token, ',.0f')} | {r.executor} | {_fmt(r.executor_us, '.0f')} "
+            f"| {r.first_call_ms:.1f} | {r.tokens_per_s:.0f} | {r.max_error:.1e} |"
+        )
+    projection = llama_1b_projection()
+    print(
+        f"\nLlama-3.2-1B projection (fp16 caches {projection['cache_bytes'] / 2**20:.0f} MiB): "
+        f"{projection['before_per_token'] / 2**20:.1f} MiB per token with the caches ExecuTorch's, "
+        f"{projection['after_per_token'] / 2**20:.2f} MiB (the logits) with the delegate owning them"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": [asdict(r) for r in rows], "llama_3_2_1b": projection}, f, indent=1)
+    return 1 if any(r.error for r in rows if r.backend == "et_tensorrt") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
