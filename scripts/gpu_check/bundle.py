@@ -207,6 +207,14 @@ def lower_programs(work: Path) -> Path:
         if not spans:
             raise SystemExit(f"{spec.name}: nothing was delegated; the check needs an engine")
         refs["programs"][spec.name] = {"inputs": inputs, "expected": [e.detach() for e in expected]}
+        if spec.decode:  # eager from a fresh model (the one above has written position 0 into its cache)
+            decoder = check_models.build_model(spec.model)
+            steps = []
+            with torch.no_grad():
+                for position in range(len(check_models.DECODE_TOKENS)):
+                    step = check_models.decode_inputs(position)
+                    steps.append({"inputs": step, "expected": [decoder(*step).detach()]})
+            refs["programs"][spec.name]["steps"] = steps
         refs["models"][spec.model] = model.state_dict()
         tol, fp32 = for_precision(spec.precision), for_precision("fp32")
         table.append(
@@ -217,6 +225,7 @@ def lower_programs(work: Path) -> Path:
                 "zero_copy_outputs": spec.zero_copy_outputs,
                 "options": spec.options,
                 "shows": spec.shows,
+                "decode": spec.decode,
                 "pte": f"{spec.name}.pte",
                 "pte_bytes": len(pte),
                 "delegates": spans,

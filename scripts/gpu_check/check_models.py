@@ -52,9 +52,34 @@ class HostOpBetween(nn.Module):
         return self.second(torch.tanh(self.first(x)))
 
 
-MODELS = {"mlp": Mlp, "convnet": ConvNet, "host_op_between": HostOpBetween}
+class TinyDecoder(nn.Module):
+    """One attention layer with a static KV cache written like HF's ``StaticLayer`` (``index_copy_`` at
+    ``cache_position`` along the sequence axis): the delegate owns the cache, TensorRT's KV-cache layer
+    updates it in place on the device (docs/stateful-decode.md)."""
+
+    def __init__(self, vocab: int = 64, dim: int = 32, heads: int = 2, context: int = 16):
+        super().__init__()
+        self.heads, self.head_dim, self.context = heads, dim // heads, context
+        self.embed = nn.Embedding(vocab, dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, vocab)
+        self.register_buffer("k_cache", torch.zeros(1, heads, context, dim // heads), persistent=False)
+        self.register_buffer("v_cache", torch.zeros(1, heads, context, dim // heads), persistent=False)
+
+    def forward(self, tokens, cache_position):
+        x = self.embed(tokens)  # (1, S, dim)
+        q, k, v = (t.reshape(1, -1, self.heads, self.head_dim).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))
+        self.k_cache.index_copy_(2, cache_position, k)
+        self.v_cache.index_copy_(2, cache_position, v)
+        visible = torch.arange(self.context, device=tokens.device)[None, :] <= cache_position[:, None]
+        attention = nn.functional.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=visible)
+        return self.out(attention.transpose(1, 2).reshape(1, -1, self.heads * self.head_dim))
+
+
+MODELS = {"mlp": Mlp, "convnet": ConvNet, "host_op_between": HostOpBetween, "tiny_decoder": TinyDecoder}
 
 INPUT_SHAPES = {"mlp": [(32, 256)], "convnet": [(8, 3, 64, 64)], "host_op_between": [(16, 64)]}
+DECODE_TOKENS = [3, 17, 5, 42, 8, 11, 29, 2, 60, 7, 33, 21]  # tiny_decoder: one token per call, from position 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +92,7 @@ class ProgramSpec:
     zero_copy_outputs: bool = True  # outputs left unplanned: the Runner writes them into caller memory
     options: dict = field(default_factory=dict)  # more `et_tensorrt.lower` options
     shows: str = ""
+    decode: bool = False  # a stateful decoder: DECODE_TOKENS run one per call through one Runner
 
 
 PROGRAMS = (
@@ -86,6 +112,13 @@ PROGRAMS = (
         options={"torch_executed_ops": ["aten.tanh.default"]},
         shows="two delegates around an ExecuTorch CPU kernel (loaded without executorch.exir)",
     ),
+    ProgramSpec(
+        "decoder_kv_cache",
+        "tiny_decoder",
+        zero_copy_outputs=False,
+        decode=True,
+        shows="token-by-token decode, the KV cache owned by the delegate and updated in place on the GPU",
+    ),
 )
 
 # weights="refit" programs (issue 17) are not in the bundle: the bundle is lowered on the CPU machine, and
@@ -104,6 +137,13 @@ def build_model(name: str, state_dict: dict | None = None) -> nn.Module:
     return model
 
 
+def decode_inputs(position: int) -> list[torch.Tensor]:
+    """tiny_decoder's inputs for the call at ``position``: its token and cache_position."""
+    return [torch.tensor([[DECODE_TOKENS[position]]]), torch.tensor([position])]
+
+
 def example_inputs(name: str) -> list[torch.Tensor]:
+    if name == "tiny_decoder":
+        return decode_inputs(0)
     generator = torch.Generator().manual_seed(SEED + 1)
     return [torch.randn(shape, generator=generator) for shape in INPUT_SHAPES[name]]

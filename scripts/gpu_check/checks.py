@@ -433,6 +433,48 @@ class Checks:
         assert ok, f"max abs error {err:.3g}"
         return f"output planned on the host: copy d2h, {entry.bytes} B; max abs error {err:.3g}", {}
 
+    # -- stateful decode (issue 24) ---------------------------------------------------------------------
+    def decode(self, name: str):
+        """DECODE_TOKENS one per call through one fresh Runner, inputs on the execution device: each call
+        matches eager, moves only the logits, and updates the caches in place (0 B)."""
+        r = self.et.Runner(str(self.dir / self.table[name]["pte"]))
+        self.spy.take()
+        errors, moved, seconds, tol = [], [], [], self.tolerance(name)
+        for position, step in enumerate(self.refs["programs"][name]["steps"]):
+            x = [t.to(self.device()) for t in step["inputs"]]
+            t = time.perf_counter()
+            out = r.run(x)
+            if State.gpu:
+                torch.cuda.synchronize()
+            seconds.append(time.perf_counter() - t)
+            (plan,) = r.last_plans
+            caches = [s for s in plan.states if "cache" in s.name]
+            if len(caches) != 2 or any(s.update != "in place" or s.bytes for s in caches):
+                raise AssertionError(f"position {position}: caches not updated in place: {plan.states}")
+            ok, err = within(out, step["expected"], tol)
+            if not ok:
+                raise AssertionError(f"position {position}: max abs error {err:.3g} vs eager exceeds {tol}")
+            moved.append(plan.bytes_copied)
+            errors.append(err)
+        kinds = sorted({c["executor"] for c in self.spy.take()})
+        err = max(errors)
+        if State.gpu and kinds != ["tensorrt"]:
+            raise AssertionError(f"executor {kinds}: the KV-cache layer did not run")
+        data = {
+            "executor": kinds,
+            "tokens": len(errors),
+            "max_abs_error": err,
+            "bytes_copied_per_token": moved,
+            "state_placement": repr(plan.states),
+            "tokens_per_second_after_first": round((len(seconds) - 1) / sum(seconds[1:]), 1),
+        }
+        return (
+            f"{len(errors)} tokens, executor {'/'.join(kinds)}: max abs error {err:.3g}; caches in place on "
+            f"{plan.states[0].device}, {max(moved)} B copied per token (the logits); "
+            f"{data['tokens_per_second_after_first']} tokens/s after the first",
+            data,
+        )
+
     # -- speed --------------------------------------------------------------------------------------
     def latency(self, name: str, trt_mod):
         spec = self.table[name]
@@ -581,6 +623,8 @@ def main() -> int:
             c.runners.get(name),
             gpu=True,
         )
+    for name in (n for n, spec in c.table.items() if spec.get("decode")):
+        run(f"{name}: decodes token by token, KV cache in place (issue 24)", lambda n=name: c.decode(n), et)
     run("no executorch.exir imported", c.no_exir, et)
 
     summary = {
