@@ -14,6 +14,9 @@ from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import trt
 from et_tensorrt.backend import build_cache, preprocess
+from et_tensorrt.backend.stages import build as build_stage
+from et_tensorrt.backend.stages import to_onnx as onnx_stage
+from et_tensorrt.backend.stages import validate as validate_stage
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
 # METADATA that says how this blob was made (timings, cache outcome), not what it holds.
@@ -67,9 +70,9 @@ def test_a_hit_skips_onnx_export_and_build_and_writes_the_same_blob(cache, monke
     def no_export(*a, **k):
         raise AssertionError("a cache hit must not export ONNX")
 
-    monkeypatch.setattr(preprocess, "export_onnx", no_export)
-    monkeypatch.setattr(preprocess, "build_engine", no_export)
-    monkeypatch.setattr(preprocess, "validate_onnx", no_export)
+    monkeypatch.setattr(onnx_stage, "export_onnx", no_export)
+    monkeypatch.setattr(build_stage, "build_engine", no_export)
+    monkeypatch.setattr(validate_stage, "validate_onnx", no_export)
     with caplog.at_level(logging.INFO, logger="et_tensorrt"):
         second, _ = _one(lower(_model(), args))
     assert _counts() == (built + 1, hits + 1)
@@ -176,7 +179,7 @@ def test_recording_for_check_exports_the_onnx_and_keeps_the_hit_only_if_it_is_th
     (recorded,) = exports.values()
     assert recorded.export.model_bytes[:2]  # the ONNX check runs has been exported
 
-    real = preprocess.export_onnx
+    real = onnx_stage.export_onnx
 
     def other_onnx(*a, **k):  # an exporter that no longer writes the bytes the engine was built from
         import onnx
@@ -187,7 +190,7 @@ def test_recording_for_check_exports_the_onnx_and_keeps_the_hit_only_if_it_is_th
         export.model_bytes = model.SerializeToString()
         return export
 
-    monkeypatch.setattr(preprocess, "export_onnx", other_onnx)
+    monkeypatch.setattr(onnx_stage, "export_onnx", other_onnx)
     built, _ = _counts()
     with preprocess.record_exports() as exports:
         rebuilt, _ = _one(lower(_model(), args))

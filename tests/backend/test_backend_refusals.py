@@ -11,6 +11,7 @@ from et_tensorrt import compile_specs as cs
 from et_tensorrt.backend import preprocess
 from et_tensorrt.backend.edge_to_aten import edge_to_aten
 from et_tensorrt.backend.onnx_export import export_onnx
+from et_tensorrt.backend.stages import build as build_stage
 from et_tensorrt.backend.validation import validate
 from et_tensorrt.errors import EngineBuildError, ValidationError
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob, run_program
@@ -60,7 +61,7 @@ def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
     def refuse(export, settings):
         raise EngineBuildError("TensorRT refused the network (simulated)")
 
-    monkeypatch.setattr(preprocess, "build_engine", refuse)
+    monkeypatch.setattr(build_stage, "build_engine", refuse)
     before = preprocess.stats["fallbacks"]
     model = Mlp().eval()
     with caplog.at_level(logging.WARNING, logger="et_tensorrt"):

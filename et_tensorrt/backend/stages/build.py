@@ -1,0 +1,115 @@
+"""Stage ``build`` (skipped on a cache hit): the TensorRT engine built from the ONNX
+(backend/engine_builder.py), the I/O table, and the engine stored in the build cache.
+
+When TensorRT refuses the partition (or validate did) and ``pass_through_build_failures`` is off, the
+partition is left to the host (``fall_back``): no engine, and the runtime runs the embedded program with
+PyTorch; with it on, the refusal is raised, labelled."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter
+
+import torch
+from torch.export import ExportedProgram
+
+from et_tensorrt import blob as blob_mod
+from et_tensorrt import compile_specs as cs
+from et_tensorrt.backend import build_cache
+from et_tensorrt.backend.edge_to_aten import user_input_nodes
+from et_tensorrt.backend.engine_builder import build_engine
+from et_tensorrt.backend.stages.job import PartitionJob, stats
+from et_tensorrt.errors import EngineBuildError
+
+logger = logging.getLogger("et_tensorrt")
+
+
+def _io_entries(export, engine_built: bool = True) -> list:
+    """The I/O table: arguments (tensors, sizes) in order, then outputs. With an engine, dims are its profile
+    range (the union of its profiles); without one, the program's declared ranges (unbounded stays -1)."""
+    entries = []
+    for role, infos in ((blob_mod.ROLE_INPUT, export.delegate_inputs), (blob_mod.ROLE_OUTPUT, export.delegate_outputs)):
+        for info in infos:
+            if info.is_size:
+                value = (info.value,) if engine_built else info.declared_dims
+                entries.append(
+                    blob_mod.IOEntry(blob_mod.ROLE_SIZE, info.name, blob_mod.scalar_type_code(torch.int64), value)
+                )
+                continue
+            dev_type, dev_index = blob_mod.device_code(info.device)
+            entries.append(
+                blob_mod.IOEntry(
+                    role=role,
+                    name=info.name,
+                    dtype=blob_mod.scalar_type_code(info.dtype),
+                    dims=info.dims if engine_built else info.declared_dims,
+                    device_type=dev_type,
+                    device_index=dev_index,
+                )
+            )
+    return entries
+
+
+def _describe(label: str, edge_program: ExportedProgram, n_nodes: int, build: cs.BuildOptions) -> dict:
+    """What a cache entry is, for `et-tensorrt cache list`."""
+    ops = Counter(
+        str(getattr(n.target, "__name__", n.target)).removeprefix("aten.").split(".")[0]
+        for n in edge_program.graph.nodes
+        if n.op == "call_function"
+    )
+    inputs = [
+        "x".join(str(d) for d in n.meta["val"].shape)
+        for n in user_input_nodes(edge_program)
+        if isinstance(n.meta.get("val"), torch.Tensor)
+    ]
+    return {
+        "label": label,
+        "nodes": n_nodes,
+        "ops": ", ".join(f"{op} x{k}" for op, k in ops.most_common(3)),
+        "inputs": inputs,
+        "precision": build.precision,
+    }
+
+
+def fall_back(job: PartitionJob, exc: EngineBuildError) -> None:
+    """The partition refused (by validate or the build): raised, labelled, under ``pass_through_build_failures``;
+    else left to the host. Called while ``exc`` is being handled."""
+    if job.build.pass_through_build_failures:
+        raise EngineBuildError(f"{job.label}: {exc}") from exc
+    stats["fallbacks"] += 1
+    job.fallback = job.metadata["fallback_reason"] = str(exc)
+    logger.warning("%s: left to the host (PyTorch runs the partition): %s", job.label, exc)
+
+
+def run(job: PartitionJob) -> None:
+    export = job.export
+    if job.fallback is None:  # validate did not refuse the partition
+        try:
+            result = build_engine(export, job.settings)
+            job.engine = result.engine
+            job.metadata.update(build_seconds=round(result.seconds, 3))
+            stats["built"] += 1
+            logger.info(
+                "%s: %d nodes, onnx %.2f s, build %.2f s, %d KiB",
+                job.label,
+                job.n_nodes,
+                export.seconds,
+                result.seconds,
+                (len(job.engine) + 1023) // 1024,
+            )
+        except EngineBuildError as exc:
+            fall_back(job, exc)
+    job.io_entries = _io_entries(export, engine_built=job.engine is not None)
+    if job.engine is not None and job.key is not None and job.program_error is None:
+        build_cache.store(
+            build_cache.Entry(
+                key=job.key,
+                engine=job.engine,
+                io=job.io_entries,
+                metadata=job.export_metadata,
+                onnx_sha256=hashlib.sha256(export.model_bytes).hexdigest(),
+                validation=job.validation,
+                info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
+            )
+        )

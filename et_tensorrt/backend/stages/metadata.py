@@ -1,0 +1,19 @@
+"""Stage ``metadata``: the blob's METADATA begins with the toolchain, precision, target archs, execution
+device, node count and weights mode; later stages add what they did (cache, onnx, validation, build, refit)."""
+
+from __future__ import annotations
+
+from et_tensorrt import trt
+from et_tensorrt.backend.stages.job import PartitionJob
+
+
+def run(job: PartitionJob) -> None:
+    job.metadata = {
+        "trt_flavour": trt.flavour(),
+        "trt_version": trt.version(),
+        "precision": job.build.precision,
+        "target_archs": list(job.settings.target_archs),
+        "execution_device": job.device,
+        "nodes": job.n_nodes,
+        "weights": job.build.weights,
+    }
