@@ -2,7 +2,8 @@
 
 Parsing is done by the C++ reader the runtime uses (``et_tensorrt._C.parse_blob``,
 extension/runtime/blob_reader.cpp); :func:`read_blob` only fills the dataclasses below from its result.
-The writer is Python because preprocess is: :func:`write_blob` writes format version 2.
+The writer is Python because preprocess is: :func:`write_blob` writes format version 3 (version 2 with a
+DIGESTS section: a CRC-32 of every other section, which the reader checks before it parses any of them).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +20,7 @@ import torch
 from et_tensorrt.errors import BlobFormatError, UnsupportedDtypeError
 
 MAGIC = b"ETRT"
-VERSION = 2  # written; version 1 (PROGRAM = a torch.export.save archive) is still read
+VERSION = 3  # written; versions 1 (PROGRAM = a torch.export.save archive) and 2 (no DIGESTS) are still read
 OLDEST_VERSION = 1
 HEADER_SIZE = 32
 SECTION_ENTRY_SIZE = 24
@@ -34,6 +36,7 @@ SECTION_GRAPH = 5
 SECTION_WEIGHTS = 6
 SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
 SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
+SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
 FLAG_STATE = 1
@@ -173,6 +176,7 @@ class Blob:
     exec_device_type: int = DEVICE_CUDA
     exec_device_index: int = 0
     version: int = VERSION
+    digests_verified: bool = False  # the reader checked every section against DIGESTS (version 3)
 
     @property
     def inputs(self) -> list[IOEntry]:
@@ -255,6 +259,7 @@ class Blob:
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
             exec_device_index=exec_dev.index or 0,
             version=parsed["version"],
+            digests_verified=bool(parsed.get("digests_verified")),
         )
 
 
@@ -364,6 +369,12 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
     return b"".join(pieces)  # each tensor's bytes are copied once
 
 
+def encode_digests(sections: Sequence[tuple[int, bytes]]) -> bytes:
+    """The DIGESTS payload: u32 count, u32 reserved, then (u32 kind, u32 CRC-32 of the payload) per section."""
+    entries = [struct.pack("<II", kind, zlib.crc32(payload)) for kind, payload in sections]
+    return struct.pack("<II", len(entries), 0) + b"".join(entries)
+
+
 def write_sections(
     sections: Sequence[tuple[int, bytes]],
     exec_device_type: int,
@@ -373,9 +384,13 @@ def write_sections(
     flags: int = 0,
     magic: bytes = MAGIC,
     alignment: int = ALIGNMENT,
+    digests: bool = True,
 ) -> bytes:
     """Low-level writer (also used by the fixtures to make deliberately odd blobs). Each payload starts at
-    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object."""
+    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object.
+    From version 3 a DIGESTS section of the others is appended (``digests=False``: not, for the fixtures)."""
+    if version >= 3 and digests:
+        sections = [*sections, (SECTION_DIGESTS, encode_digests(sections))]
     if len(sections) > MAX_SECTIONS:
         raise BlobFormatError(f"{len(sections)} sections > {MAX_SECTIONS}")
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
@@ -408,7 +423,7 @@ def write_blob(
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
-    """A version-2 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
+    """A version-3 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
     REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
     the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers."""
     if graph is None and weights:

@@ -315,6 +315,10 @@ def format_delegate(d: DelegateInfo) -> list:
         return lines + [f"  blob unreadable: {d.blob_error}"]
     b, meta = d.blob, d.blob.metadata
     exec_dev = "cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}"
+    if b.digests_verified:
+        lines.append("  integrity: every section matches its CRC-32 (DIGESTS)")
+    else:
+        lines.append(f"  integrity: not checked (format {b.version} has no section digests; lower the model again)")
     specs = ", ".join(f"{k.replace('et_tensorrt.', '')}={v}" for k, v in sorted(d.compile_specs.items()))
     lines.extend(
         textwrap.wrap(

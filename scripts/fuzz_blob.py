@@ -32,12 +32,15 @@ HEADER = struct.Struct("<4sHHIIQbb6s")
 
 
 def fix_up(data: bytes) -> bytes | None:
-    """The same bytes with a valid-looking header (None when too short to have one)."""
+    """The same bytes with a valid-looking header (None when too short to have one). Version 2, whose
+    sections carry no digests, so a mutation reaches the section parsers instead of the DIGESTS check (the
+    state flag is kept, so STATE is parsed too)."""
     if len(data) < HEADER.size:
         return None
     out = bytearray(data)
     version = 1 if data[4] == 1 else 2
-    struct.pack_into("<4sHHI", out, 0, b"ETRT", version, 0, 32)
+    flags = data[6] & 1 if version == 2 else 0
+    struct.pack_into("<4sHHI", out, 0, b"ETRT", version, flags, 32)
     struct.pack_into("<Q", out, 16, len(out))
     return bytes(out)
 
@@ -56,7 +59,8 @@ def check_blob(data: bytes) -> str:
     # Parsed: the result must describe these bytes.
     import math
 
-    assert parsed["version"] in (1, 2)
+    assert parsed["version"] in (1, 2, 3)
+    assert parsed["digests_verified"] == (parsed["version"] == 3)
     base = memoryview(data)
     for key in ("engine", "program", "graph", "weights_section", "refit_map", "metadata"):
         view = parsed[key]
@@ -105,6 +109,8 @@ def seeds() -> list[bytes]:
         F.valid_blob_with_unknown_section(),
         F.valid_engine_only_blob(),
         F.valid_v1_blob(),
+        F.valid_v2_blob(),
+        F.valid_stateful_blob(),
     ]
     out += [data for data, _ in F.damaged_blobs().values()]
     return out

@@ -113,6 +113,25 @@ def with_state(*entries: bytes, count: int | None = None, reserved: int = 0, tai
     )
 
 
+def valid_v2_blob() -> bytes:
+    """Version 2 (still read): version 3 without DIGESTS, so nothing is checked against a digest."""
+    return B.write_sections([(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE)], 1, 0, version=2)
+
+
+def with_digests(payload: bytes) -> bytes:
+    """A v3 engine blob whose DIGESTS payload is ``payload`` (IO_TABLE and ENGINE are its other sections)."""
+    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE)]
+    return B.write_sections([*sections, (B.SECTION_DIGESTS, payload)], 1, 0, digests=False)
+
+
+def flip_byte(blob: bytes, kind: int) -> bytes:
+    """``blob`` with one byte in the middle of section ``kind``'s payload inverted."""
+    _, _, offset, size = next(entry for entry in _section_table(blob) if entry[0] == kind)
+    data = bytearray(blob)
+    data[offset + size // 2] ^= 0xFF
+    return bytes(data)
+
+
 def valid_v1_blob() -> bytes:
     """Version 1 (still read): IO_TABLE + ENGINE + PROGRAM (a torch.export.save archive) + METADATA."""
     import json
@@ -156,13 +175,22 @@ def weight_entry_raw(
 
 
 def with_weights(payload: bytes, *, weights_alignment: int = B.ALIGNMENT) -> bytes:
-    """A v2 blob whose WEIGHTS payload is ``payload`` (as given: tables for the damaged-blob cases)."""
-    return B.write_sections(
-        [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, payload)],
-        1,
-        0,
-        alignment=weights_alignment,
-    )
+    """A blob whose WEIGHTS payload is ``payload`` (as given: tables for the damaged-blob cases). With a
+    ``weights_alignment`` below 64 the WEIGHTS payload is placed off the 64-byte grid (an unknown section
+    before it shifts it when the table happens to land it on the grid)."""
+    for shift in (b"", b"\0" * 8):
+        sections = [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_GRAPH, GRAPH)]
+        sections += [(99, shift)] if shift else []
+        data = B.write_sections([*sections, (B.SECTION_WEIGHTS, payload)], 1, 0, alignment=weights_alignment)
+        offset = next(o for k, _, o, _ in _section_table(data) if k == B.SECTION_WEIGHTS)
+        if weights_alignment >= B.ALIGNMENT or offset % B.ALIGNMENT:
+            return data
+    raise AssertionError("could not place WEIGHTS off the 64-byte grid")
+
+
+def _section_table(data: bytes) -> list[tuple[int, int, int, int]]:
+    count = struct.unpack_from("<I", data, 12)[0]
+    return [struct.unpack_from("<IIQQ", data, B.HEADER_SIZE + 24 * i) for i in range(count)]
 
 
 def weights_payload(*entries: bytes, count: int | None = None, data_size: int = 128) -> bytes:
@@ -179,6 +207,8 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
     io_table = B.encode_io_table(IO)
     w = weight_entry_raw
     st = state_entry_raw
+    # the DIGESTS payload of with_digests' sections: count, reserved, (IO_TABLE, crc), (ENGINE, crc)
+    digest_entries = B.encode_digests([(B.SECTION_IO_TABLE, io_table), (B.SECTION_ENGINE, ENGINE)])
     return {
         "empty": (b"", "truncated"),
         "short_header": (good[:20], "truncated"),
@@ -186,7 +216,7 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "truncated_in_table": (_patch(good[:40], 16, "<Q", 40), "section table"),
         "padded": (good + b"\0", "truncated or padded"),
         "wrong_magic": (b"XTRT" + good[4:], "magic"),
-        "unknown_version": (_patch(good, 4, "<H", 3), "version"),
+        "unknown_version": (_patch(good, 4, "<H", 4), "version"),
         "version_zero": (_patch(good, 4, "<H", 0), "version"),
         "unknown_flags": (_patch(good, 6, "<H", 2), "unknown flags"),
         "state_flag_without_state": (_patch(good, 6, "<H", B.FLAG_STATE), "state flag without a STATE section"),
@@ -259,6 +289,27 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
             with_weights(weights_payload(w(sizes=(0,), nbytes=0, offset=2**40))),
             "empty entry's offset is 0",
         ),
+        "digests_missing": (
+            B.write_sections([(1, io_table), (2, ENGINE)], 1, 0, digests=False),
+            "has no DIGESTS section",
+        ),
+        "digests_reserved": (with_digests(struct.pack("<II", 2, 1)), "DIGESTS reserved"),
+        "digests_count_mismatch": (
+            with_digests(struct.pack("<II", 1, 0) + digest_entries[8:16]),
+            "lists 1 section\\(s\\), the table has 2",
+        ),
+        "digests_duplicate": (
+            with_digests(struct.pack("<II", 2, 0) + digest_entries[16:24] * 2),
+            "DIGESTS lists ENGINE twice",
+        ),
+        "digests_absent_section": (
+            with_digests(struct.pack("<II", 2, 0) + digest_entries[8:16] + struct.pack("<II", 6, 0)),
+            "DIGESTS lists WEIGHTS, which the blob does not have",
+        ),
+        "digests_trailing": (with_digests(digest_entries + b"\0"), "DIGESTS has trailing bytes"),
+        "digests_truncated": (with_digests(digest_entries[:-4]), "DIGESTS ends early"),
+        "digest_mismatch_engine": (flip_byte(good, B.SECTION_ENGINE), "ENGINE section fails its digest"),
+        "digest_mismatch_io_table": (flip_byte(good, B.SECTION_IO_TABLE), "IO_TABLE section fails its digest"),
         "state_count_too_big": (with_state(st(), count=10**6), "more than it holds"),
         "state_reserved": (with_state(reserved=1), "reserved"),
         "state_entry_truncated": (with_state(st()[:30], count=1), "STATE ends early"),
@@ -299,6 +350,7 @@ def write_fixture_files(directory) -> list[Path]:
         ("valid_engine_only", valid_engine_only_blob()),
         ("valid_unknown_section", valid_blob_with_unknown_section()),
         ("valid_v1", valid_v1_blob()),
+        ("valid_v2", valid_v2_blob()),
         ("valid_stateful", valid_stateful_blob()),
     ] + [(f"bad_{k}", v[0]) for k, v in damaged_blobs().items()]:
         path = directory / f"{name}.etrt"

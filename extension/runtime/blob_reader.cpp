@@ -1,6 +1,9 @@
 #include "blob_reader.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -21,6 +24,7 @@ enum SectionKind : uint32_t {
   kWeights = 6,   // version 2 on
   kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
   kState = 8,     // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
+  kDigests = 9,   // version 3 on: a CRC-32 of every other section, checked before any of them is read
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -493,6 +497,44 @@ void check_state_guards(const DelegateBlob& blob) {
   }
 }
 
+std::string section_name(uint32_t kind) {
+  static const char* const names[] = {"",      "IO_TABLE", "ENGINE",    "PROGRAM", "METADATA",
+                                      "GRAPH", "WEIGHTS",  "REFIT_MAP", "STATE",   "DIGESTS"};
+  return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
+}
+
+std::string hex32(uint32_t value) {
+  char text[11];
+  std::snprintf(text, sizeof(text), "0x%08x", value);
+  return text;
+}
+
+// DIGESTS: u32 count, u32 reserved, count x (u32 kind, u32 crc32 of that section's payload). Exactly one
+// entry per other section in the table, unknown kinds included.
+void check_digests(const ByteSpan& section, const std::vector<std::pair<uint32_t, ByteSpan>>& sections) {
+  Reader r(section.data, section.size, "DIGESTS");
+  const uint32_t count = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("DIGESTS reserved field is not zero");
+  if (count != sections.size()) {
+    fail("DIGESTS lists " + std::to_string(count) + " section(s), the table has " + std::to_string(sections.size()));
+  }
+  std::set<uint32_t> listed;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t kind = r.read<uint32_t>();
+    const uint32_t expected = r.read<uint32_t>();
+    if (!listed.insert(kind).second) fail("DIGESTS lists " + section_name(kind) + " twice");
+    const auto it = std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return s.first == kind; });
+    if (it == sections.end()) fail("DIGESTS lists " + section_name(kind) + ", which the blob does not have");
+    const ByteSpan& payload = it->second;
+    const uint32_t actual = static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), payload.data, payload.size));
+    if (actual != expected) {
+      fail(section_name(kind) + " section fails its digest (crc32 " + hex32(actual) + ", recorded " + hex32(expected) +
+           "): the blob is corrupt; copy the .pte again or lower the model again");
+    }
+  }
+  if (r.remaining() != 0) fail("DIGESTS has trailing bytes");
+}
+
 }  // namespace
 
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
@@ -537,6 +579,8 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   }
 
   std::set<uint32_t> seen;
+  std::vector<std::pair<uint32_t, ByteSpan>> sections;  // in table order, DIGESTS excluded
+  ByteSpan digests;
   ByteSpan io_table;
   size_t weights_offset = 0;
   const bool v2 = blob.version >= 2;
@@ -553,6 +597,11 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       fail("section " + std::to_string(kind) + " appears twice");
     }
     const ByteSpan span{bytes + offset, static_cast<size_t>(length), true};
+    if (kind == kDigests && blob.version >= 3) {
+      digests = span;
+      continue;
+    }
+    sections.emplace_back(kind, span);
     switch (kind) {
       case kIoTable:
         io_table = span;
@@ -582,6 +631,13 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       default:
         break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
+  }
+  // Integrity before anything parses a payload (or TensorRT deserializes the ENGINE): a flipped byte is
+  // refused here, by the name of its section.
+  if (blob.version >= 3) {
+    if (!digests.present) fail("has no DIGESTS section (every version-3 blob has one)");
+    check_digests(digests, sections);
+    blob.digests_verified = true;
   }
   if (!seen.count(kIoTable)) fail("missing the IO_TABLE section");
   if (!v2 && !blob.program.present) fail("missing the PROGRAM section");

@@ -19,7 +19,7 @@ struct BlobFormatError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-constexpr uint16_t kBlobFormatVersion = 2;        // what preprocess writes
+constexpr uint16_t kBlobFormatVersion = 3;        // what preprocess writes (2 is version 3 without DIGESTS)
 constexpr uint16_t kOldestBlobFormatVersion = 1;  // still read (its PROGRAM by the safe loader)
 constexpr size_t kWeightAlignment = 64;           // WEIGHTS payload and every datum in it
 
@@ -110,6 +110,7 @@ struct ByteSpan {
 
 struct DelegateBlob {
   uint16_t version = 0;
+  bool digests_verified = false;  // version 3: every section matched its DIGESTS entry (version 1-2: none)
   EtDevice execution_device{EtDeviceType::CUDA, 0};
   std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;

@@ -119,6 +119,7 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   };
   py::dict out;
   out["version"] = blob.version;
+  out["digests_verified"] = blob.digests_verified;
   out["execution_device"] = executorch_to_torch_device(blob.execution_device);
   py::list inputs, outputs, weights;
   for (const IoEntry& e : blob.inputs) inputs.append(io_entry_dict(e));

@@ -15,7 +15,7 @@ from et_tensorrt.errors import BlobFormatError
 def test_valid_blob_round_trips():
     data = fx.valid_blob()
     parsed = B.read_blob(data)
-    assert parsed.version == B.VERSION == 2
+    assert parsed.version == B.VERSION == 3 and parsed.digests_verified
     assert parsed.io == fx.IO
     assert parsed.engine == fx.ENGINE and parsed.graph == fx.GRAPH and parsed.program is None
     assert parsed.metadata == fx.METADATA
@@ -27,10 +27,10 @@ def test_valid_blob_round_trips():
 def test_header_layout_is_the_documented_one():
     data = fx.valid_blob()
     magic, version, flags, header_size, count, total = struct.unpack_from("<4sHHIIQ", data, 0)
-    assert (magic, version, flags, header_size, count, total) == (b"ETRT", 2, 0, 32, 5, len(data))
+    assert (magic, version, flags, header_size, count, total) == (b"ETRT", 3, 0, 32, 6, len(data))
     assert struct.unpack_from("<bb6s", data, 24) == (1, 0, b"\0" * 6)
     table = [struct.unpack_from("<IIQQ", data, 32 + 24 * i) for i in range(count)]
-    assert [kind for kind, *_ in table] == [1, 2, 5, 6, 4]
+    assert [kind for kind, *_ in table] == [1, 2, 5, 6, 4, 9]  # DIGESTS last
     assert all(offset % 64 == 0 for _, _, offset, _ in table), "every payload starts 64-byte aligned"
     # IO table: count, then first entry's fixed part (role, dtype, dev type, dev index, name_len, rank)
     _, _, off, size = struct.unpack_from("<IIQQ", data, 32)
@@ -71,6 +71,21 @@ def test_version_1_blobs_are_still_read():
     parsed = B.read_blob(fx.valid_v1_blob())
     assert parsed.version == 1 and parsed.program == fx.PROGRAM and parsed.graph is None
     assert parsed.engine == fx.ENGINE and parsed.io == fx.IO and parsed.metadata == fx.METADATA
+
+
+def test_version_2_blobs_are_read_without_digests():
+    parsed = B.read_blob(fx.valid_v2_blob())
+    assert parsed.version == 2 and not parsed.digests_verified and parsed.engine == fx.ENGINE
+
+
+def test_a_flipped_byte_in_any_section_is_refused_by_name():
+    for blob in (fx.valid_blob(), fx.valid_stateful_blob()):
+        for kind, _, _, size in fx._section_table(blob):
+            if kind == B.SECTION_DIGESTS or size == 0:
+                continue
+            name = {v: k[len("SECTION_") :] for k, v in vars(B).items() if k.startswith("SECTION_")}[kind]
+            with pytest.raises(BlobFormatError, match=f"{name} section fails its digest"):
+                B.read_blob(fx.flip_byte(blob, kind))
 
 
 def test_state_table_round_trips():
@@ -127,4 +142,4 @@ def test_writer_refuses_what_readers_reject():
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 6 + len(fx.damaged_blobs())
+    assert len(paths) == 7 + len(fx.damaged_blobs())

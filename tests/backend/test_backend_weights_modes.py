@@ -347,4 +347,4 @@ def test_reader_checks_refit_map_structure(lowered, payload, message):
 
 def test_reader_accepts_a_valid_refit_map(refit_blob):
     parsed = read_blob(refit_blob)
-    assert parsed.refit_entries and parsed.version == 2
+    assert parsed.refit_entries and parsed.version == 3

@@ -74,7 +74,8 @@ def test_inspect_shows_methods_delegates_and_io_table(pte, run_cli):
     assert "method 'forward': 1 input(s), 2 output(s), 1 delegate(s) (1 EtTensorRTBackend)" in out
     assert "input  0: float32(4, 16)" in out
     assert "aten::cumsum.out" in out  # the host branch's kernel is outside the delegate
-    assert "blob format version 2" in out
+    assert "blob format version 3" in out
+    assert "integrity: every section matches its CRC-32 (DIGESTS)" in out
     assert "embedded program: graph" in out and "(raw, no pickle)" in out
     assert "execution device cuda:0" in out
 

@@ -124,13 +124,13 @@ def test_truncated_garbled_wrong_version_blobs(name):
     data, _ = F.damaged_blobs()[name]
     with pytest.raises(BlobFormatError, match="^delegate blob: "):
         _C.parse_blob(data)
-    assert _C.parse_blob(F.valid_blob())["version"] == 2
+    assert _C.parse_blob(F.valid_blob())["version"] == 3
 
 
 def test_blob_of_the_wrong_type_is_a_type_error():
     with pytest.raises(TypeError):
         _C.parse_blob("ETRT not bytes")
-    assert _C.parse_blob(bytearray(F.valid_blob()))["version"] == 2
+    assert _C.parse_blob(bytearray(F.valid_blob()))["version"] == 3
 
 
 # ------------------------------------------------------------------------- placement: shape/dtype

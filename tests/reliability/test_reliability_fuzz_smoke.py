@@ -83,7 +83,7 @@ def test_every_damaged_fixture_is_refused_and_the_next_valid_parse_succeeds():
     for name, (data, _) in F.damaged_blobs().items():
         with pytest.raises(BlobFormatError):
             _C.parse_blob(data)
-        assert _C.parse_blob(VALID)["version"] == 2, name
+        assert _C.parse_blob(VALID)["version"] == 3, name
 
 
 def _blob_with_name(name: bytes) -> bytes:
@@ -120,8 +120,8 @@ def test_non_contiguous_buffers_are_read_in_logical_order_or_refused():
             parsed = _C.parse_blob(view)
         except BufferError:
             continue  # refusing a non-contiguous buffer is fine
-        assert parsed["version"] == 2 and len(parsed["inputs"]) == 2
-    assert _C.parse_blob(memoryview(VALID))["version"] == 2
+        assert parsed["version"] == 3 and len(parsed["inputs"]) == 2
+    assert _C.parse_blob(memoryview(VALID))["version"] == 3
 
 
 # ------------------------------------------------------------------------------------ describe(view)

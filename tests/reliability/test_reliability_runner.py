@@ -148,7 +148,7 @@ def test_wrong_input_count(pte, model):
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ((4, "<H", 3), "format version 3 is not supported"),
+        ((4, "<H", 4), "format version 4 is not supported"),
         ((0, "<4s", b"XTRT"), "wrong magic"),
         ((16, "<Q", 7), "truncated or padded"),
         ((12, "<I", 17), "too many sections"),

@@ -56,7 +56,7 @@ def test_inspect_never_deserializes_a_program_or_an_engine(lowered, monkeypatch)
     monkeypatch.setattr(torch.export, "load", forbidden)
     info = inspection.inspect_bytes(lowered[0])
     text = inspection.format_program(info)
-    assert "blob format version 2" in text and "embedded program: graph" in text
+    assert "blob format version 3" in text and "embedded program: graph" in text
     assert len(inspection.delegate_blobs(lowered[0])) == 1
 
 
