@@ -17,6 +17,8 @@ preprocess); a warning names the op (stages/build.py, ``fall_back``).
 
 from __future__ import annotations
 
+import copy
+
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
@@ -45,6 +47,18 @@ UNBOUNDED_MAX_FACTOR = cs.UNBOUNDED_MAX_FACTOR
 
 
 class EtTensorRTBackend(BackendDetails):
+    @classmethod
+    def copy_exported_program_for_preprocess(cls, edge_program: ExportedProgram, compile_specs: list[CompileSpec]):
+        """ExecuTorch deep-copies each partition before ``preprocess`` (in case a backend changes it): a copy of
+        every weight, the model's size again, before any of our work. The stages never write a weight (to_aten
+        makes new programs, casts make new tensors), so the copy shares them: graph, signature and metadata are
+        copied, the parameters and constants are the program's own. A buffer the program mutates is copied:
+        validation runs the program, which writes it."""
+        mutated = set(edge_program.graph_signature.buffers_to_mutate.values())
+        tensors = [t for name, t in edge_program.state_dict.items() if name not in mutated]
+        shared = {id(t): t for t in (*tensors, *edge_program.constants.values())}
+        return copy.deepcopy(edge_program, shared)
+
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         job = PartitionJob(edge_program, compile_specs)
