@@ -37,9 +37,16 @@ SECTION_WEIGHTS = 6
 SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
 SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
 SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
+# (kind 10 belongs to RECIPE, 12 to the quantization work: other branches)
+SECTION_NAMED_DATA = 11  # the ENGINE and WEIGHTS data that live in ExecuTorch's named data, by key
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
 FLAG_STATE = 1
+# Header flag bit 1: the blob has a NAMED_DATA section (its engine or weights are not in the blob): a reader that
+# predates it refuses the blob instead of running without them.
+FLAG_NAMED_DATA = 2
+NAMED_ENGINE = 0  # NAMED_DATA targets: the engine, a WEIGHTS entry
+NAMED_WEIGHT = 1
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
@@ -143,6 +150,17 @@ class Weight:
 
 
 @dataclass(frozen=True)
+class NamedRef:
+    """A NAMED_DATA entry: the data of ``target`` (NAMED_ENGINE, or NAMED_WEIGHT entry ``index``) is ExecuTorch
+    named data ``key`` of ``nbytes`` bytes (the program's NamedDataMap, inside the .pte or in a .ptd)."""
+
+    target: int
+    index: int
+    key: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class WeightEntry:
     """A WEIGHTS table entry as the reader validated it; ``offset`` is from the start of the blob."""
 
@@ -169,6 +187,7 @@ class Blob:
     refit_map: bytes | memoryview | None = None
     refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
     states: list = field(default_factory=list)  # et_tensorrt.state_table.StateEntry, as the reader parsed them
+    named: list[NamedRef] = field(default_factory=list)  # the data the blob leaves to ExecuTorch's named data
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -192,7 +211,26 @@ class Blob:
         """Whether the blob embeds the partition's program (GRAPH + WEIGHTS, or a version-1 PROGRAM)."""
         return self.graph is not None or self.program is not None
 
+    @property
+    def named_engine(self) -> NamedRef | None:
+        """Where the engine is when it is named data (no ENGINE section), else None."""
+        return next((n for n in self.named if n.target == NAMED_ENGINE), None)
+
+    def named_weight(self, index: int) -> NamedRef | None:
+        """Where WEIGHTS entry ``index`` is when it is named data (not in the blob), else None."""
+        return next((n for n in self.named if n.target == NAMED_WEIGHT and n.index == index), None)
+
+    @property
+    def has_engine(self) -> bool:
+        return self.engine is not None or self.named_engine is not None
+
     def weight_bytes(self, entry: WeightEntry) -> memoryview:
+        index = self.weights.index(entry)
+        if self.named_weight(index) is not None:
+            raise BlobFormatError(
+                f"weight {entry.name!r} is ExecuTorch named data {self.named_weight(index).key!r}, not in the blob: "
+                "read it through the program's data (the .pte's named data, or its .ptd)"
+            )
         return memoryview(self.data)[entry.offset : entry.offset + entry.nbytes]
 
     @staticmethod
@@ -254,6 +292,7 @@ class Blob:
             refit_map=payload("refit_map"),
             refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
             states=state_table.from_parsed(parsed.get("states") or []),
+            named=[NamedRef(n["target"], n["index"], n["key"], n["nbytes"]) for n in parsed.get("named_data") or []],
             weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
@@ -325,18 +364,26 @@ def tensor_storage(t: torch.Tensor) -> tuple[bytes, tuple[int, ...]]:
     return (b"" if span is None else span.tobytes()), strides
 
 
-def encode_weights(weights: Sequence[Weight]) -> bytes:
-    """The WEIGHTS payload: u32 count, u32 0, entries, then each datum at a 64-aligned payload offset."""
+def tensor_span(t: torch.Tensor):
+    """The uint8 numpy array WEIGHTS (and named data) store for ``t``: its storage span in memory order, a view
+    of its memory when it is a dense host tensor; None for an empty tensor."""
+    return _storage_span(t)[0]
+
+
+def weights_pieces(weights: Sequence[Weight], named: frozenset[int] = frozenset()) -> list:
+    """The WEIGHTS payload as pieces (the table, padding, each tensor's bytes as a view of its memory): u32 count,
+    u32 0, entries, then each datum at a 64-aligned payload offset. The entries in ``named`` (indexes) keep no data
+    here: their bytes are named data (offset 0)."""
     if len(weights) > 0xFFFFFFFF:
         raise BlobFormatError(f"{len(weights)} weights do not fit the WEIGHTS table")
     entries = []
-    for w in weights:
+    for i, w in enumerate(weights):
         if w.kind not in WEIGHT_KINDS:
             raise BlobFormatError(f"weight {w.name!r}: kind {w.kind!r} is not one of {WEIGHT_KINDS}")
         if w.tensor.dim() > MAX_RANK:
             raise BlobFormatError(f"weight {w.name!r}: rank {w.tensor.dim()} > {MAX_RANK}")
         span, strides = _storage_span(w.tensor)
-        entries.append((w, span, 0 if span is None else span.nbytes, strides))
+        entries.append((w, None if i in named else span, 0 if span is None else span.nbytes, strides))
     table_size = _WEIGHTS_HEAD.size + sum(
         _WEIGHT_FIXED.size + len(w.name.encode("utf-8")) + 16 * w.tensor.dim() for w, _, _, _ in entries
     )
@@ -349,29 +396,63 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
             raise BlobFormatError(f"weight name too long ({len(name)} bytes)")
         flags = 1 if (w.kind == "buffer" and w.persistent) else 0
         dtype = scalar_type_code(w.tensor.dtype)
+        here = span is not None
         table.append(
             _WEIGHT_FIXED.pack(
-                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if nbytes else 0, nbytes
+                WEIGHT_KINDS.index(w.kind), dtype, w.tensor.dim(), flags, len(name), 0, offset if here else 0, nbytes
             )
         )
         table.append(name)
         table.append(struct.pack(f"<{w.tensor.dim()}q", *w.tensor.shape))
         table.append(struct.pack(f"<{len(strides)}q", *strides))
-        if nbytes:
+        if here:
             datas.append((offset, span))
             offset += nbytes + _pad(nbytes, ALIGNMENT)
     head = b"".join(table)
     assert len(head) == table_size
     pieces, at = [head], table_size
     for offset, span in datas:
-        pieces += [bytes(offset - at), span]
+        pieces += [bytes(offset - at), memoryview(span).cast("B")]
         at = offset + span.nbytes
-    return b"".join(pieces)  # each tensor's bytes are copied once
+    return pieces
+
+
+def encode_weights(weights: Sequence[Weight]) -> bytes:
+    """The WEIGHTS payload as one ``bytes`` (:func:`weights_pieces` joined)."""
+    return b"".join(weights_pieces(weights))
+
+
+def encode_named_data(refs: Sequence[NamedRef]) -> bytes:
+    """The NAMED_DATA payload: u32 count, u32 0, then per entry u8 target, u8 0, u16 key length, u32 index, u64
+    nbytes, the key (UTF-8)."""
+    parts = [struct.pack("<II", len(refs), 0)]
+    for r in refs:
+        key = r.key.encode("utf-8")
+        if not key or len(key) > 0xFFFF:
+            raise BlobFormatError(f"named data key of {len(key)} bytes (1 to 65535)")
+        parts.append(struct.pack("<BBHIQ", r.target, 0, len(key), r.index, r.nbytes) + key)
+    return b"".join(parts)
+
+
+def _pieces(payload) -> list:
+    """A section payload as a list of bytes-like pieces (a list is a payload in pieces, never joined twice)."""
+    return list(payload) if isinstance(payload, list) else [payload]
+
+
+def _crc32(payload) -> int:
+    crc = 0
+    for piece in _pieces(payload):
+        crc = zlib.crc32(piece, crc)
+    return crc
+
+
+def _nbytes(payload) -> int:
+    return sum(memoryview(p).nbytes for p in _pieces(payload))
 
 
 def encode_digests(sections: Sequence[tuple[int, bytes]]) -> bytes:
     """The DIGESTS payload: u32 count, u32 reserved, then (u32 kind, u32 CRC-32 of the payload) per section."""
-    entries = [struct.pack("<II", kind, zlib.crc32(payload)) for kind, payload in sections]
+    entries = [struct.pack("<II", kind, _crc32(payload)) for kind, payload in sections]
     return struct.pack("<II", len(entries), 0) + b"".join(entries)
 
 
@@ -387,7 +468,8 @@ def write_sections(
     digests: bool = True,
 ) -> bytes:
     """Low-level writer (also used by the fixtures to make deliberately odd blobs). Each payload starts at
-    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object.
+    a multiple of ``alignment`` (zero padding between payloads). Payloads may be any bytes-like object, or a
+    list of them (one payload in pieces: joined once, into the blob).
     From version 3 a DIGESTS section of the others is appended (``digests=False``: not, for the fixtures)."""
     if version >= 3 and digests:
         sections = [*sections, (SECTION_DIGESTS, encode_digests(sections))]
@@ -396,7 +478,7 @@ def write_sections(
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
     table, placed = [], []
     for kind, payload in sections:
-        size = memoryview(payload).nbytes
+        size = _nbytes(payload)
         offset += _pad(offset, alignment)
         table.append(_SECTION.pack(kind, 0, offset, size))
         placed.append((offset, payload))
@@ -406,45 +488,57 @@ def write_sections(
     )
     pieces, at = [header, *table], HEADER_SIZE + SECTION_ENTRY_SIZE * len(sections)
     for start, payload in placed:
-        pieces += [bytes(start - at), payload]
-        at = start + memoryview(payload).nbytes
+        pieces += [bytes(start - at), *_pieces(payload)]
+        at = start + _nbytes(payload)
     return b"".join(pieces)  # one copy of each payload
 
 
 def write_blob(
     io: Sequence[IOEntry],
     *,
-    engine: bytes | None = None,
+    engine=None,
     graph: bytes | None = None,
     weights: Sequence[Weight] = (),
     refit_map: bytes | None = None,
     state: bytes | None = None,
     metadata: dict | None = None,
+    named: Sequence[NamedRef] = (),
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
     """A version-3 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
     REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
-    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers."""
+    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers.
+    ``engine``: bytes, or data held elsewhere (backend/held_data.py), read into the blob. ``named``: the engine
+    and weights whose data is ExecuTorch named data instead (a NAMED_DATA section; the engine is then None)."""
+    named_engine = any(r.target == NAMED_ENGINE for r in named)
+    if named_engine and engine is not None:
+        raise BlobFormatError("the engine is in the blob or named data, not both")
     if graph is None and weights:
         raise BlobFormatError("WEIGHTS without a GRAPH: the weights belong to the embedded program")
-    if graph is None and engine is None:
+    if graph is None and engine is None and not named_engine:
         raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
-    if refit_map is not None and (engine is None or graph is None):
+    if refit_map is not None and ((engine is None and not named_engine) or graph is None):
         raise BlobFormatError("a REFIT_MAP needs the ENGINE it refits and the WEIGHTS it refits it from")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
     if engine is not None:
-        sections.append((SECTION_ENGINE, engine))
+        sections.append(
+            (SECTION_ENGINE, engine if isinstance(engine, (bytes, bytearray, memoryview)) else engine.to_bytes())
+        )
     if graph is not None:
+        named_weights = frozenset(r.index for r in named if r.target == NAMED_WEIGHT)
         sections.append((SECTION_GRAPH, graph))
-        sections.append((SECTION_WEIGHTS, encode_weights(weights)))
+        sections.append((SECTION_WEIGHTS, weights_pieces(weights, named_weights)))
     if refit_map is not None:
         sections.append((SECTION_REFIT_MAP, refit_map))
     if state is not None:
         sections.append((SECTION_STATE, state))
+    if named:
+        sections.append((SECTION_NAMED_DATA, encode_named_data(named)))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
-    return write_sections(sections, exec_device_type, exec_device_index, flags=FLAG_STATE if state is not None else 0)
+    flags = (FLAG_STATE if state is not None else 0) | (FLAG_NAMED_DATA if named else 0)
+    return write_sections(sections, exec_device_type, exec_device_index, flags=flags)
 
 
 # --------------------------------------------------------------------------------------------- reader
@@ -465,11 +559,14 @@ def program_digest(blob: Blob) -> str:
     digest = hashlib.sha256()
     if blob.graph is not None:
         digest.update(bytes(blob.graph))
-        for entry in blob.weights:
+        for index, entry in enumerate(blob.weights):
             digest.update(entry.name.encode("utf-8"))
-            digest.update(blob.weight_bytes(entry))
+            named = blob.named_weight(index)  # its key names its bytes (a digest of them)
+            digest.update(named.key.encode("utf-8") if named is not None else blob.weight_bytes(entry))
     elif blob.program is not None:
         digest.update(bytes(blob.program))
     elif blob.engine is not None:
         digest.update(bytes(blob.engine))
+    elif blob.named_engine is not None:
+        digest.update(blob.named_engine.key.encode("utf-8"))
     return digest.hexdigest()

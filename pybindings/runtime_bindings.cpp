@@ -269,11 +269,14 @@ void bind_runtime(py::module_& m) {
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");
 
   py::class_<ProgramRunner>(m, "ProgramRunner")
-      .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true)
+      .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true,
+                  py::arg("data_path") = "")
       .def_static(
           "from_bytes",
-          [](const py::bytes& b, bool verify) { return ProgramRunner::from_bytes(std::string(b), verify); },
-          py::arg("data"), py::arg("verify") = true)
+          [](const py::bytes& b, bool verify, const std::string& data_path) {
+            return ProgramRunner::from_bytes(std::string(b), verify, data_path);
+          },
+          py::arg("data"), py::arg("verify") = true, py::arg("data_path") = "")
       .def("method_names", &ProgramRunner::method_names)
       .def("num_inputs", &ProgramRunner::num_inputs, py::arg("method"))
       .def("last_plan", [](const ProgramRunner& r) { return std::const_pointer_cast<MethodPlan>(r.last_plan()); })

@@ -113,6 +113,33 @@ def with_state(*entries: bytes, count: int | None = None, reserved: int = 0, tai
     )
 
 
+# The engine and the first two weights are ExecuTorch named data (keys: content digests, see backend/named_data.py).
+NAMED = [
+    B.NamedRef(B.NAMED_ENGINE, 0, "et_tensorrt:" + "e" * 64, len(ENGINE)),
+    B.NamedRef(B.NAMED_WEIGHT, 0, "et_tensorrt:" + "0" * 64, 48),
+    B.NamedRef(B.NAMED_WEIGHT, 1, "et_tensorrt:" + "1" * 64, 6),
+]
+
+
+def valid_named_blob() -> bytes:
+    return B.write_blob(IO, graph=GRAPH, weights=WEIGHTS, named=NAMED, metadata=METADATA, exec_device_type=1)
+
+
+def named_entry_raw(target=1, index=0, nbytes=48, key=b"k", reserved=0) -> bytes:
+    return struct.pack("<BBHIQ", target, reserved, len(key), index, nbytes) + key
+
+
+def with_named(*entries: bytes, count: int | None = None, reserved: int = 0, tail: bytes = b"", engine=True) -> bytes:
+    """A v3 blob with the fixture program (WEIGHTS entry 0 named when an entry says so: its offset is 0) and a
+    NAMED_DATA table of ``entries``; ``engine``: also an ENGINE section."""
+    table = struct.pack("<II", len(entries) if count is None else count, reserved) + b"".join(entries) + tail
+    named0 = B.weights_pieces(WEIGHTS, frozenset({0}))
+    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(IO))]
+    sections += [(B.SECTION_ENGINE, ENGINE)] if engine else []
+    sections += [(B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, named0), (B.SECTION_NAMED_DATA, table)]
+    return B.write_sections(sections, 1, 0, flags=B.FLAG_NAMED_DATA)
+
+
 def valid_v2_blob() -> bytes:
     """Version 2 (still read): version 3 without DIGESTS, so nothing is checked against a digest."""
     return B.write_sections([(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE)], 1, 0, version=2)
@@ -207,6 +234,7 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
     io_table = B.encode_io_table(IO)
     w = weight_entry_raw
     st = state_entry_raw
+    nd = named_entry_raw
     # the DIGESTS payload of with_digests' sections: count, reserved, (IO_TABLE, crc), (ENGINE, crc)
     digest_entries = B.encode_digests([(B.SECTION_IO_TABLE, io_table), (B.SECTION_ENGINE, ENGINE)])
     return {
@@ -218,7 +246,9 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "wrong_magic": (b"XTRT" + good[4:], "magic"),
         "unknown_version": (_patch(good, 4, "<H", 4), "version"),
         "version_zero": (_patch(good, 4, "<H", 0), "version"),
-        "unknown_flags": (_patch(good, 6, "<H", 2), "unknown flags"),
+        "unknown_flags": (_patch(good, 6, "<H", 4), "unknown flags"),
+        "named_flag_without_section": (_patch(good, 6, "<H", B.FLAG_NAMED_DATA), "named-data flag without"),
+        "named_section_without_flag": (_patch(valid_named_blob(), 6, "<H", 0), "without the header's named-data"),
         "state_flag_without_state": (_patch(good, 6, "<H", B.FLAG_STATE), "state flag without a STATE section"),
         "state_without_state_flag": (_patch(valid_stateful_blob(), 6, "<H", 0), "without the header's state flag"),
         "v1_state_flag": (_patch(valid_v1_blob(), 6, "<H", B.FLAG_STATE), "unknown flags"),
@@ -310,6 +340,21 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "digests_truncated": (with_digests(digest_entries[:-4]), "DIGESTS ends early"),
         "digest_mismatch_engine": (flip_byte(good, B.SECTION_ENGINE), "ENGINE section fails its digest"),
         "digest_mismatch_io_table": (flip_byte(good, B.SECTION_IO_TABLE), "IO_TABLE section fails its digest"),
+        "named_count_too_big": (with_named(nd(), count=10**6), "more than it holds"),
+        "named_reserved": (with_named(nd(), reserved=1), "NAMED_DATA reserved"),
+        "named_entry_reserved": (with_named(nd(reserved=1)), "reserved field"),
+        "named_trailing_bytes": (with_named(nd(), tail=b"\0"), "trailing"),
+        "named_truncated": (with_named(nd(key=b"0123456789abcdef0123")[:-4]), "NAMED_DATA ends early"),
+        "named_unknown_target": (with_named(nd(target=2)), "unknown target"),
+        "named_engine_with_index": (with_named(nd(), nd(target=0, index=3, nbytes=4), engine=False), "has an index"),
+        "named_engine_twice": (with_named(nd(target=0, nbytes=4), nd(target=0, nbytes=4), engine=False), "again"),
+        "named_weight_twice": (with_named(nd(), nd()), "names WEIGHTS entry 0 again"),
+        "named_empty_key": (with_named(nd(key=b"")), "key"),
+        "named_key_not_utf8": (with_named(nd(key=b"\xc0\xaf")), "key"),
+        "named_engine_and_section": (with_named(nd(), nd(target=0, nbytes=4)), "both an ENGINE section"),
+        "named_weight_out_of_range": (with_named(nd(), nd(index=9, nbytes=0)), "names WEIGHTS entry 9 of 5"),
+        "named_weight_size": (with_named(nd(nbytes=47)), "the entry addresses 48"),
+        "named_weight_with_offset": (with_named(nd(), nd(index=1, nbytes=6)), "has an offset"),
         "state_count_too_big": (with_state(st(), count=10**6), "more than it holds"),
         "state_reserved": (with_state(reserved=1), "reserved"),
         "state_entry_truncated": (with_state(st()[:30], count=1), "STATE ends early"),
@@ -352,6 +397,7 @@ def write_fixture_files(directory) -> list[Path]:
         ("valid_v1", valid_v1_blob()),
         ("valid_v2", valid_v2_blob()),
         ("valid_stateful", valid_stateful_blob()),
+        ("valid_named", valid_named_blob()),
     ] + [(f"bad_{k}", v[0]) for k, v in damaged_blobs().items()]:
         path = directory / f"{name}.etrt"
         path.write_bytes(data)

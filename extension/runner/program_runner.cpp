@@ -1,6 +1,7 @@
 #include "program_runner.h"
 
 #include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/extension/data_loader/mmap_data_loader.h>
 #include <executorch/runtime/core/exec_aten/util/dim_order_util.h>
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
@@ -195,11 +196,14 @@ std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const e
 
 }  // namespace
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify,
+                                                        const std::string& data_path) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   // Mapped, not read: delegate segments stay pages of the file (the delegate keeps ExecuTorch's buffer and its
   // weights view it in place), so loading a .pte costs about its size in memory once, and only what is touched.
-  r->module_ = std::make_unique<Module>(path, Module::LoadMode::Mmap);
+  // A .ptd is mapped the same way (Module maps its data files in Mmap mode).
+  r->module_ = data_path.empty() ? std::make_unique<Module>(path, Module::LoadMode::Mmap)
+                                 : std::make_unique<Module>(path, data_path, Module::LoadMode::Mmap);
   if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
     fail("cannot load program " + path + (err == Error::InvalidProgram && verify ? kVerifyHint : ""), err);
   }
@@ -210,11 +214,18 @@ std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path,
   return r;
 }
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify, const std::string& data_path) {
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->bytes_ = std::move(bytes);
+  std::unique_ptr<executorch::runtime::DataLoader> data_map;
+  if (!data_path.empty()) {
+    auto loader = executorch::extension::MmapDataLoader::from(data_path.c_str());
+    if (!loader.ok()) fail("cannot map the data file " + data_path, loader.error());
+    data_map = std::make_unique<executorch::extension::MmapDataLoader>(std::move(*loader));
+  }
   r->module_ = std::make_unique<Module>(
-      std::make_unique<executorch::extension::BufferDataLoader>(r->bytes_.data(), r->bytes_.size()));
+      std::make_unique<executorch::extension::BufferDataLoader>(r->bytes_.data(), r->bytes_.size()), nullptr, nullptr,
+      nullptr, std::move(data_map));
   if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
     fail(std::string("cannot load program from bytes") + (err == Error::InvalidProgram && verify ? kVerifyHint : ""),
          err);

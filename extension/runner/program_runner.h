@@ -29,8 +29,12 @@ class ProgramRunner {
   // From a file path, or from program bytes (copied and owned by the runner). `verify` loads the program
   // with ExecuTorch's InternalConsistency verification (the flatbuffer verifier and its semantic checks),
   // so a corrupt program is an error rather than a crash; only a trusted program should skip it.
-  static std::unique_ptr<ProgramRunner> from_file(const std::string& path, bool verify = true);
-  static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes, bool verify = true);
+  // `data_path`: a .ptd with the program's named data kept outside the .pte (mapped, not read: the delegate's
+  // weights are views of it); empty: none.
+  static std::unique_ptr<ProgramRunner> from_file(const std::string& path, bool verify = true,
+                                                  const std::string& data_path = "");
+  static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes, bool verify = true,
+                                                   const std::string& data_path = "");
 
   std::vector<std::string> method_names();
   size_t num_inputs(const std::string& method);

@@ -35,10 +35,12 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
   bool is_available() const override { return true; }
 
-  Result<EtDelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed, ArrayRef<CompileSpec>) const override {
+  Result<EtDelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                                 ArrayRef<CompileSpec>) const override {
     try {
       // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
-      return new et_tensorrt::DelegateHandle(std::move(*processed));
+      // Its engine and weights may be the program's named data (the .pte's, or a .ptd's): read from there.
+      return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map());
     } catch (const BlobFormatError& e) {
       return report("init", e.what(), Error::DelegateInvalidCompatibility);
     } catch (const std::exception& e) {

@@ -14,7 +14,8 @@ constexpr size_t kHeaderSize = 32;
 constexpr size_t kSectionEntrySize = 24;
 constexpr uint32_t kMaxSections = 16;
 constexpr uint16_t kMaxRank = 16;
-constexpr uint16_t kFlagState = 1;  // header flag bit 0: the blob has a STATE section
+constexpr uint16_t kFlagState = 1;      // header flag bit 0: the blob has a STATE section
+constexpr uint16_t kFlagNamedData = 2;  // header flag bit 1: the blob has a NAMED_DATA section
 enum SectionKind : uint32_t {
   kIoTable = 1,
   kEngine = 2,
@@ -25,6 +26,8 @@ enum SectionKind : uint32_t {
   kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
   kState = 8,     // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
   kDigests = 9,   // version 3 on: a CRC-32 of every other section, checked before any of them is read
+  // (10 and 12 are other branches' sections)
+  kNamedData = 11,  // version 2 on: the ENGINE / WEIGHTS data that is ExecuTorch named data, by key
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -210,7 +213,7 @@ uint64_t addressed_bytes(const std::vector<int64_t>& sizes, const std::vector<in
 
 // WEIGHTS: u32 count, u32 reserved, count entries, then (64-aligned) data. Offsets in the file are from
 // the start of this payload; the result holds them from the start of the blob.
-std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_offset) {
+std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_offset, const std::set<uint32_t>& named) {
   if (section_offset % kWeightAlignment != 0) {
     fail("WEIGHTS section is not 64-byte aligned in the blob");
   }
@@ -264,6 +267,12 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
   const size_t table_end = r.position();
   for (size_t i = 0; i < entries.size(); ++i) {
     WeightEntry& w = entries[i];
+    if (named.count(static_cast<uint32_t>(i))) {  // its bytes are named data: nothing of it in the payload
+      if (w.offset != 0)
+        fail("WEIGHTS entry " + std::to_string(i) + " ('" + w.name + "') is named data but has an offset");
+      w.named = true;
+      continue;
+    }
     if (w.nbytes == 0 ? w.offset != 0
                       : (w.offset < table_end || w.offset > section.size || w.nbytes > section.size - w.offset)) {
       fail("WEIGHTS entry " + std::to_string(i) + " ('" + w.name + "') data lies outside the WEIGHTS data region" +
@@ -271,6 +280,42 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     }
     w.offset += section_offset;
   }
+  return entries;
+}
+
+// NAMED_DATA: u32 count, u32 reserved, entries (u8 target, u8 reserved, u16 key_len, u32 index, u64 nbytes, key).
+constexpr size_t kNamedEntryFixedSize = 16;
+
+std::vector<NamedDataEntry> read_named_data(const ByteSpan& section) {
+  Reader r(section.data, section.size, "NAMED_DATA");
+  const uint32_t count = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("NAMED_DATA reserved field is not zero");
+  if (count > r.remaining() / kNamedEntryFixedSize) {
+    fail("NAMED_DATA declares " + std::to_string(count) + " entries, more than it holds (truncated)");
+  }
+  std::vector<NamedDataEntry> entries;
+  std::set<std::pair<uint8_t, uint32_t>> targets;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string what = "NAMED_DATA entry " + std::to_string(i);
+    NamedDataEntry e;
+    const uint8_t target = r.read<uint8_t>();
+    if (target > static_cast<uint8_t>(NamedTarget::Weight))
+      fail(what + " has unknown target " + std::to_string(target));
+    e.target = static_cast<NamedTarget>(target);
+    if (r.read<uint8_t>() != 0) fail(what + " reserved field is not zero");
+    const uint16_t key_len = r.read<uint16_t>();
+    e.index = r.read<uint32_t>();
+    e.nbytes = r.read<uint64_t>();
+    e.key = r.read_string(key_len);
+    if (e.key.empty() || !valid_utf8(e.key)) fail(what + " has an empty or non-UTF-8 key");
+    if (e.target == NamedTarget::Engine && e.index != 0) fail(what + " (the engine) has an index");
+    if (!targets.insert({target, e.index}).second) {
+      fail(what + (e.target == NamedTarget::Engine ? " names the engine again"
+                                                   : " names WEIGHTS entry " + std::to_string(e.index) + " again"));
+    }
+    entries.push_back(std::move(e));
+  }
+  if (r.remaining() != 0) fail("NAMED_DATA has trailing bytes");
   return entries;
 }
 
@@ -498,6 +543,7 @@ void check_state_guards(const DelegateBlob& blob) {
 }
 
 std::string section_name(uint32_t kind) {
+  if (kind == kNamedData) return "NAMED_DATA";
   static const char* const names[] = {"",      "IO_TABLE", "ENGINE",    "PROGRAM", "METADATA",
                                       "GRAPH", "WEIGHTS",  "REFIT_MAP", "STATE",   "DIGESTS"};
   return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
@@ -537,6 +583,11 @@ void check_digests(const ByteSpan& section, const std::vector<std::pair<uint32_t
 
 }  // namespace
 
+bool DelegateBlob::engine_named() const {
+  return std::any_of(named_entries.begin(), named_entries.end(),
+                     [](const NamedDataEntry& e) { return e.target == NamedTarget::Engine; });
+}
+
 DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   if (data == nullptr || size < kHeaderSize) {
     fail("shorter than its 32-byte header (truncated)");
@@ -554,8 +605,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   }
   // Flag bit 0: the blob has a STATE section. A reader that predates STATE refuses the blob here ("unknown
   // flags") instead of skipping the section and running a stateful engine without its state.
+  // Flag bit 1: the blob has a NAMED_DATA section (its engine or weights are not in it): refused the same way.
   const uint16_t flags = header.read<uint16_t>();
-  if ((flags & ~kFlagState) != 0 || (blob.version < 2 && flags != 0)) {
+  if ((flags & ~(kFlagState | kFlagNamedData)) != 0 || (blob.version < 2 && flags != 0)) {
     fail("unknown flags");
   }
   if (header.read<uint32_t>() != kHeaderSize) {
@@ -628,6 +680,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kState:
         if (v2) blob.state = span;
         break;
+      case kNamedData:
+        if (v2) blob.named_data = span;
+        break;
       default:
         break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
@@ -642,12 +697,36 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
   if (!seen.count(kIoTable)) fail("missing the IO_TABLE section");
   if (!v2 && !blob.program.present) fail("missing the PROGRAM section");
   if (v2) {
+    if (blob.named_data.present != ((flags & kFlagNamedData) != 0)) {
+      fail(blob.named_data.present ? "has a NAMED_DATA section without the header's named-data flag"
+                                   : "has the header's named-data flag without a NAMED_DATA section");
+    }
+    if (blob.named_data.present) blob.named_entries = read_named_data(blob.named_data);
+    std::set<uint32_t> named_weights;
+    for (const NamedDataEntry& e : blob.named_entries) {
+      if (e.target == NamedTarget::Weight) named_weights.insert(e.index);
+    }
+    const bool engine_named = blob.engine_named();
+    if (engine_named && blob.engine.present) fail("has both an ENGINE section and an engine in named data");
+    const bool has_engine = blob.engine.present || engine_named;
     if (blob.graph.present != blob.weights.present) fail("has one of GRAPH and WEIGHTS without the other");
-    if (!blob.graph.present && !blob.engine.present) fail("has neither an ENGINE nor a GRAPH + WEIGHTS program");
-    if (blob.refit_map.present && !(blob.engine.present && blob.weights.present)) {
+    if (!blob.graph.present && !has_engine) fail("has neither an ENGINE nor a GRAPH + WEIGHTS program");
+    if (blob.refit_map.present && !(has_engine && blob.weights.present)) {
       fail("has a REFIT_MAP without both the ENGINE and the WEIGHTS it maps between");
     }
-    if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset);
+    if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset, named_weights);
+    for (const NamedDataEntry& e : blob.named_entries) {
+      if (e.target != NamedTarget::Weight) continue;
+      if (e.index >= blob.weight_entries.size()) {
+        fail("NAMED_DATA names WEIGHTS entry " + std::to_string(e.index) + " of " +
+             std::to_string(blob.weight_entries.size()));
+      }
+      const WeightEntry& w = blob.weight_entries[e.index];
+      if (e.nbytes != w.nbytes) {
+        fail("NAMED_DATA gives WEIGHTS entry " + std::to_string(e.index) + " ('" + w.name + "') " +
+             std::to_string(e.nbytes) + " bytes; the entry addresses " + std::to_string(w.nbytes));
+      }
+    }
     if (blob.refit_map.present) blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size());
     if (blob.state.present != ((flags & kFlagState) != 0)) {
       fail(blob.state.present ? "has a STATE section without the header's state flag"

@@ -1,4 +1,4 @@
-// The delegate blob (docs/blob-format.md, versions 1 and 2): what preprocess wrote for one partition.
+// The delegate blob (docs/blob-format.md, versions 1 to 3): what preprocess wrote for one partition.
 // This is the one reader: the runtime parses with it and Python's et_tensorrt.blob.read_blob wraps it.
 // Parsing validates every count, offset and length before reading; a damaged blob is a BlobFormatError,
 // never an out-of-bounds read.
@@ -51,8 +51,20 @@ struct WeightEntry {
   bool persistent = true;  // buffers only: part of the state dict
   std::string name;        // the graph signature's target (a dotted module path)
   std::vector<int64_t> sizes, strides;
-  uint64_t offset = 0;  // from the start of the blob (the file stores it from the WEIGHTS payload)
+  uint64_t offset = 0;  // from the start of the blob (the file stores it from the WEIGHTS payload); 0 when named
   uint64_t nbytes = 0;  // exactly the storage the sizes and strides address, times the element size
+  bool named = false;   // its bytes are ExecuTorch named data (a NAMED_DATA entry), not in the blob
+};
+
+// NAMED_DATA (docs/blob-format.md): the engine, or a WEIGHTS entry, whose bytes are ExecuTorch named data (the
+// program's NamedDataMap: inside the .pte or in a .ptd), under `key`. The delegate reads them at init.
+enum class NamedTarget : uint8_t { Engine = 0, Weight = 1 };
+
+struct NamedDataEntry {
+  NamedTarget target;
+  uint32_t index = 0;  // Weight: the WEIGHTS entry; Engine: 0
+  uint64_t nbytes = 0;
+  std::string key;  // UTF-8, non-empty
 };
 
 // REFIT_MAP (docs/blob-format.md): per engine weight (ONNX initializer), a recipe that rebuilds its bytes from
@@ -114,16 +126,20 @@ struct DelegateBlob {
   EtDevice execution_device{EtDeviceType::CUDA, 0};
   std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
-  ByteSpan engine;     // serialized TensorRT engine; absent when the build was left to PyTorch
-  ByteSpan program;    // version 1 only: torch.export.save archive of the partition
-  ByteSpan graph;      // version 2: torch.export JSON of the partition's aten program
-  ByteSpan weights;    // version 2: the WEIGHTS section (table + data), described by `weight_entries`
-  ByteSpan refit_map;  // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
-  ByteSpan metadata;   // UTF-8 JSON, informational
-  ByteSpan state;      // the STATE section, parsed into `states`
+  ByteSpan engine;      // serialized TensorRT engine; absent when the build was left to PyTorch
+  ByteSpan program;     // version 1 only: torch.export.save archive of the partition
+  ByteSpan graph;       // version 2: torch.export JSON of the partition's aten program
+  ByteSpan weights;     // version 2: the WEIGHTS section (table + data), described by `weight_entries`
+  ByteSpan refit_map;   // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
+  ByteSpan metadata;    // UTF-8 JSON, informational
+  ByteSpan state;       // the STATE section, parsed into `states`
+  ByteSpan named_data;  // the NAMED_DATA section, parsed into `named_entries`
   std::vector<WeightEntry> weight_entries;
-  std::vector<RefitEntry> refit_entries;  // REFIT_MAP parsed
-  std::vector<StateEntry> states;         // STATE parsed
+  std::vector<RefitEntry> refit_entries;      // REFIT_MAP parsed
+  std::vector<StateEntry> states;             // STATE parsed
+  std::vector<NamedDataEntry> named_entries;  // NAMED_DATA parsed
+  // The engine is named data (no ENGINE section): `engine` is empty until the delegate resolves it.
+  bool engine_named() const;
 };
 
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.

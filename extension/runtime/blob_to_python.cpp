@@ -50,6 +50,7 @@ py::dict weight_dict(const WeightEntry& w) {
   out["strides"] = py::tuple(py::cast(w.strides));
   out["offset"] = w.offset;
   out["nbytes"] = w.nbytes;
+  out["named"] = w.named;
   return out;
 }
 
@@ -93,12 +94,12 @@ py::dict refit_entry_dict(const RefitEntry& e) {
   return out;
 }
 
-// A WEIGHTS entry as a tensor over the blob's own bytes; the deleter holds `owner` (not the data) alive.
-at::Tensor weight_view(const WeightEntry& w, const uint8_t* base, const std::shared_ptr<const void>& owner) {
+// A WEIGHTS entry as a tensor over `bytes` (the blob's, or its named data's); the deleter holds `owner` alive.
+at::Tensor weight_view(const WeightEntry& w, const uint8_t* bytes, const std::shared_ptr<const void>& owner) {
   const c10::ScalarType dtype = executorch_to_torch_dtype(w.dtype);
   const auto options = at::TensorOptions().dtype(dtype).device(c10::kCPU);
   if (w.nbytes == 0) return at::empty_strided(w.sizes, w.strides, options);
-  void* data = const_cast<uint8_t*>(base + w.offset);  // read-only by contract (see the header)
+  void* data = const_cast<uint8_t*>(bytes);  // read-only by contract (see the header)
   if (reinterpret_cast<uintptr_t>(data) % c10::elementSize(dtype) != 0) {
     // Not aligned for its dtype (a blob stored unaligned in the .pte): a copy of its own.
     at::Tensor bytes = at::empty({static_cast<int64_t>(w.nbytes)}, at::TensorOptions().dtype(at::kByte));
@@ -111,7 +112,7 @@ at::Tensor weight_view(const WeightEntry& w, const uint8_t* base, const std::sha
 }  // namespace
 
 py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py::object& view,
-                        std::shared_ptr<const void> owner) {
+                        std::shared_ptr<const void> owner, const NamedData* named) {
   auto slice = [&](const ByteSpan& s) -> py::object {
     if (!s.present) return py::none();
     const auto start = static_cast<py::ssize_t>(s.data - base);
@@ -128,7 +129,22 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   out["inputs"] = inputs;
   out["outputs"] = outputs;
   out["weights"] = weights;
-  out["engine"] = slice(blob.engine);
+  // A named engine: a view of ExecuTorch's buffer, valid while the delegate holds it (the executor deserializes
+  // it at init).
+  out["engine"] = named != nullptr && named->engine.present
+                      ? py::memoryview::from_memory(static_cast<const void*>(named->engine.data),
+                                                    static_cast<py::ssize_t>(named->engine.size))
+                      : slice(blob.engine);
+  py::list named_entries;
+  for (const NamedDataEntry& e : blob.named_entries) {
+    py::dict d;
+    d["target"] = static_cast<int>(e.target);
+    d["index"] = e.index;
+    d["key"] = e.key;
+    d["nbytes"] = e.nbytes;
+    named_entries.append(d);
+  }
+  out["named_data"] = named_entries;
   out["program"] = slice(blob.program);
   out["graph"] = slice(blob.graph);
   out["weights_section"] = slice(blob.weights);
@@ -160,7 +176,15 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   out["state"] = slice(blob.state);
   if (owner) {
     py::list views;
-    for (const WeightEntry& w : blob.weight_entries) views.append(weight_view(w, base, owner));
+    for (size_t i = 0; i < blob.weight_entries.size(); ++i) {
+      const WeightEntry& w = blob.weight_entries[i];
+      if (w.named) {
+        if (named == nullptr || named->weights[i] == nullptr) throw std::logic_error("named weight not resolved");
+        views.append(weight_view(w, named->weights[i], named->owners[i]));
+      } else {
+        views.append(weight_view(w, base + w.offset, owner));
+      }
+    }
     out["weight_views"] = views;
   } else {
     out["weight_views"] = py::none();

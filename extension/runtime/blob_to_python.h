@@ -6,6 +6,7 @@
 #include <torch/python.h>
 
 #include "blob_reader.h"
+#include "named_data.h"
 
 namespace et_tensorrt {
 
@@ -14,7 +15,9 @@ namespace et_tensorrt {
 // as a CPU tensor viewing the bytes in place: no copy; each view keeps `owner` alive, so the bytes outlive
 // every tensor made from them. The bytes may be read-only memory (a mapped file): views must not be written.
 // An entry whose address is not aligned for its dtype is copied instead. Without an owner it is None.
+// `named`: the blob's named data as the delegate resolved it: the engine and the named WEIGHTS entries are views
+// of ExecuTorch's buffers (each view holding its buffer). Without it, "engine" is None for a named engine.
 pybind11::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const pybind11::object& view,
-                              std::shared_ptr<const void> owner = nullptr);
+                              std::shared_ptr<const void> owner = nullptr, const NamedData* named = nullptr);
 
 }  // namespace et_tensorrt

@@ -51,15 +51,18 @@ std::shared_ptr<const void> own(executorch::runtime::FreeableBuffer&& processed)
 }
 }  // namespace
 
-DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed)
+DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
+                               const executorch::runtime::NamedDataMap* named_data_map)
     : buffer_(own(std::move(processed))),
       blob_data_(
           static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
       blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
-      blob_(parse_delegate_blob(blob_data_, blob_size_)) {
+      blob_(parse_delegate_blob(blob_data_, blob_size_)),
+      named_(resolve_named_data(blob_, named_data_map)) {
+  if (named_.engine.present) blob_.engine = named_.engine;  // the engine's bytes, wherever they are
   py::gil_scoped_acquire gil;
   try {
-    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_);
+    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_, &named_);
   } catch (const py::error_already_set& e) {
     throw python_error(e);  // ExecuTorch's init failure carries one line, not a traceback
   }

@@ -22,6 +22,7 @@
 #include "blob_reader.h"
 #include "executor_choice.h"
 #include "graph_interpreter.h"
+#include "named_data.h"
 #include "placement_plan.h"
 
 namespace et_tensorrt {
@@ -31,7 +32,10 @@ class DelegateHandle {
   // Takes ExecuTorch's processed buffer (no copy: it may be a mapped file region, and is freed when the handle
   // and every weight view made from it are gone). Needs the GIL; throws on a damaged blob or when no executor
   // is allowed to run here.
-  explicit DelegateHandle(executorch::runtime::FreeableBuffer&& processed);
+  // `named_data_map`: the program's named data (BackendInitContext's), where a blob with NAMED_DATA finds its
+  // engine and weights (views of ExecuTorch's buffers, held for the handle's life).
+  explicit DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
+                          const executorch::runtime::NamedDataMap* named_data_map = nullptr);
   ~DelegateHandle();  // releases the Python executor under the GIL, then the buffer
 
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
@@ -63,6 +67,7 @@ class DelegateHandle {
   const uint8_t* blob_data_ = nullptr;
   size_t blob_size_ = 0;
   DelegateBlob blob_;
+  NamedData named_;  // the blob's named data as read from the program's NamedDataMap (held, not copied)
   pybind11::object executor_;
   pybind11::object run_;                            // executor_.run, looked up once
   std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one

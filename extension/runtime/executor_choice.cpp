@@ -66,7 +66,7 @@ int cuda_device_count() {
 }
 
 py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
-                           ExecutorChoice& choice, std::shared_ptr<const void> owner) {
+                           ExecutorChoice& choice, std::shared_ptr<const void> owner, const NamedData* named) {
   const FallbackPolicy policy = fallback_policy();  // a bad value is refused before anything is loaded
   py::module_ executors = py::module_::import("et_tensorrt.runtime.executors");
   choice.recorded_device = blob.execution_device;
@@ -75,8 +75,8 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   // The executor gets the blob already parsed: its sections as views of `data`, released once it is built
   // (a view it kept anyway would then raise rather than read freed memory), and with an `owner` its WEIGHTS as
   // tensors viewing `data` in place (the PyTorch executor's weights: no copy), each holding `owner` alive.
-  py::dict parsed =
-      blob_to_python(blob, data, py::memoryview::from_memory(data, static_cast<py::ssize_t>(size)), std::move(owner));
+  py::dict parsed = blob_to_python(blob, data, py::memoryview::from_memory(data, static_cast<py::ssize_t>(size)),
+                                   std::move(owner), named);
   py::object executor;
   try {
     if (choice.reason.empty()) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "blob_reader.h"
+#include "named_data.h"
 
 namespace et_tensorrt {
 
@@ -38,8 +39,10 @@ int cuda_device_count();
 // the executors module's own errors propagate as Python errors (py::error_already_set).
 // `cuda_devices`: the CUDA device count to decide with (cuda_device_count() unless a test fakes a GPU).
 // `owner` (the delegate's, owning `data`): the executor's weights are views of `data` that keep it alive
-// (blob_to_python's "weight_views"); without one, they are copied out of `data`.
+// (blob_to_python's "weight_views"); without one, they are copied out of `data`. `named`: the blob's named data,
+// resolved by the delegate (the engine and weights that are not in `data`).
 pybind11::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
-                                 ExecutorChoice& choice, std::shared_ptr<const void> owner = nullptr);
+                                 ExecutorChoice& choice, std::shared_ptr<const void> owner = nullptr,
+                                 const NamedData* named = nullptr);
 
 }  // namespace et_tensorrt

@@ -24,6 +24,24 @@ def test_valid_blob_round_trips():
     assert parsed.outputs[0].device == "cuda:1" and parsed.inputs[1].device == "cpu"
 
 
+def test_a_blob_with_named_data_keeps_keys_not_bytes():
+    """The engine and two weights are ExecuTorch named data: the blob names their keys (NAMED_DATA, flag bit 1) and
+    holds none of their bytes; the rest of the program is in it as before."""
+    data = fx.valid_named_blob()
+    assert struct.unpack_from("<H", data, 6) == (B.FLAG_NAMED_DATA,)
+    parsed = B.read_blob(data)
+    assert parsed.named == fx.NAMED and parsed.engine is None and parsed.has_engine
+    assert parsed.named_engine == fx.NAMED[0] and parsed.named_weight(1) == fx.NAMED[2]
+    assert parsed.named_weight(2) is None and parsed.weight_bytes(parsed.weights[2])  # still in the blob
+    with pytest.raises(BlobFormatError, match="named data"):
+        parsed.weight_bytes(parsed.weights[0])
+    assert fx.ENGINE not in data and fx.WEIGHTS[0].tensor.numpy().tobytes() not in data  # none of their bytes
+    # a program's identity covers a named weight by its key (a digest of its bytes)
+    renamed = [fx.NAMED[0], B.NamedRef(B.NAMED_WEIGHT, 0, "et_tensorrt:" + "2" * 64, 48), fx.NAMED[2]]
+    other = B.write_blob(fx.IO, graph=fx.GRAPH, weights=fx.WEIGHTS, named=renamed)
+    assert B.program_digest(B.read_blob(other)) != B.program_digest(parsed)
+
+
 def test_header_layout_is_the_documented_one():
     data = fx.valid_blob()
     magic, version, flags, header_size, count, total = struct.unpack_from("<4sHHIIQ", data, 0)
@@ -142,4 +160,4 @@ def test_writer_refuses_what_readers_reject():
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 7 + len(fx.damaged_blobs())
+    assert len(paths) == 8 + len(fx.damaged_blobs())
