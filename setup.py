@@ -75,6 +75,7 @@ setup(
         "onnx-ir>=1.1,<1.2",
         "onnxscript>=0.7.2,<0.8",
         "onnxruntime>=1.32,<1.33",
+        "tqdm>=4.66",  # the lowering's progress bar on a terminal (et_tensorrt/progress.py)
     ],
     extras_require={
         "test": [

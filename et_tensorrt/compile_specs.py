@@ -32,6 +32,7 @@ WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
 CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
+NAMED_DATA = "et_tensorrt.named_data"  # b"off" | b"pte" | b"ptd": engines and weights in ExecuTorch's named data
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -43,6 +44,9 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 # both: engine with its weights + the embedded program (runs anywhere); refit: weight-stripped engine, refitted
 # at init from the program's WEIGHTS (each weight stored once); engine-only: no program (runs only on a GPU).
 WEIGHTS_MODES = ("both", "refit", "engine-only")
+# off: each blob carries its engine and weights; pte / ptd: they are ExecuTorch named data (NamedDataStore), stored
+# once per program (shared by its partitions and methods), inside the .pte or in a .ptd file beside it.
+NAMED_DATA_MODES = ("off", "pte", "ptd")
 _ARCH = re.compile(r"^(sm_?)?\d{2,3}[a-z]?$|^\d+\.\d+$|^current$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -61,6 +65,14 @@ def _weights_mode(value: Any) -> str:
     text = value.strip().lower().replace("_", "-") if isinstance(value, str) else value
     if text not in WEIGHTS_MODES:
         raise OptionError(f"weights {value!r} is not one of {', '.join(WEIGHTS_MODES)}")
+    return text
+
+
+def _named_data(value: Any) -> str:
+    text = str(value).strip().lower() if isinstance(value, (str, bool)) or value is None else value
+    text = {"false": "off", "none": "off", "0": "off", "": "off"}.get(text, text)
+    if text not in NAMED_DATA_MODES:
+        raise OptionError(f"named_data {value!r} is not one of {', '.join(NAMED_DATA_MODES)}")
     return text
 
 
@@ -189,6 +201,16 @@ class BuildOptions:
         "refitted from the program's weights at init: each weight once) or engine-only (no program: runs only "
         "where the engine does)",
         _weights_mode,
+    )
+
+    named_data: str = _option(
+        NAMED_DATA,
+        "off",
+        "where engines and weights are stored: off (in each delegate blob), pte (ExecuTorch named data inside the "
+        ".pte) or ptd (named data in a .ptd file beside the .pte; et_tensorrt.save and `et-tensorrt lower` write "
+        "it); with named data each weight is stored once per program, shared by every partition and method",
+        _named_data,
+        shapes_engine=False,
     )
 
     def __post_init__(self) -> None:

@@ -329,8 +329,9 @@ def format_delegate(d: DelegateInfo) -> list:
             break_on_hyphens=False,
         )
     )
-    if b.engine is not None:
-        engine = f"{_kib(len(b.engine))}"
+    named_engine = b.named_engine
+    if b.engine is not None or named_engine is not None:
+        engine = f"{_kib(len(b.engine))}" if named_engine is None else f"{_kib(named_engine.nbytes)} in named data"
         if meta.get("cache") == "hit":
             engine += ", from the build cache"
         elif meta.get("build_seconds") is not None:
@@ -341,15 +342,25 @@ def format_delegate(d: DelegateInfo) -> list:
         )
     lines.append(f"  engine: {engine}")
     if b.graph is not None:
+        named = sum(1 for i in range(len(b.weights)) if b.named_weight(i) is not None)
         program = (
             f"graph {_kib(len(b.graph))}, {len(b.weights)} weight(s) "
-            f"{_kib(sum(w.nbytes for w in b.weights))} (raw, no pickle)"
+            f"{_kib(sum(w.nbytes for w in b.weights))} (raw, no pickle"
+            + (f"; {named} in named data" if named else "")
+            + ")"
         )
     elif b.program is not None:
         program = f"version-1 torch.export archive, {_kib(len(b.program))} (read by the safe loader)"
     else:
         program = "none (engine-only blob)"
     lines.append(f"  embedded program: {program}")
+    if b.named:
+        where = {"pte": "inside the .pte", "ptd": "in the .ptd beside the .pte"}.get(meta.get("named_data"), "")
+        lines.append(
+            f"  named data: {len(b.named)} key(s), {_kib(sum(n.nbytes for n in b.named))}"
+            + (f" {where}" if where else "")
+            + " (ExecuTorch's NamedDataMap; stored once per program)"
+        )
     targets = meta.get("target_archs") or []
     lines.append(
         f"  TensorRT: {meta.get('trt_flavour', '?')} {meta.get('trt_version', '?')}, precision "

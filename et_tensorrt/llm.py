@@ -107,10 +107,14 @@ class _Captured:
 class TextGenerator:
     """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece)."""
 
-    def __init__(self, model: str | os.PathLike, tokenizer: str | os.PathLike):
+    def __init__(
+        self, model: str | os.PathLike, tokenizer: str | os.PathLike, data_path: str | os.PathLike | None = None
+    ):
+        """``data_path``: the .ptd holding the program's named data (a lowering with ``named_data="ptd"``)."""
         import et_tensorrt  # noqa: F401  (registers the backend in libexecutorch.so)
 
-        for what, path in (("program", model), ("tokenizer", tokenizer)):
+        files = (("program", model), ("tokenizer", tokenizer), *((("data file", data_path),) if data_path else ()))
+        for what, path in files:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no {what} at {os.fspath(path)!r}")
         with open(model, "rb") as f:
@@ -124,7 +128,8 @@ class TextGenerator:
             from executorch.extension.llm.runner import TextLLMRunner
 
             try:
-                self._runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer))
+                data = os.fspath(data_path) if data_path else None
+                self._runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer), data)
                 failure = None
             except RuntimeError as exc:
                 failure = exc

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from .compile_specs import BuildOptions
+from .errors import OptionError
 
 _PARTITIONER_OPTIONS = (
     "target_device",
@@ -47,6 +49,7 @@ def lower(
     zero_copy_outputs: bool = False,
     build_options: BuildOptions | None = None,
     constant_methods: Mapping[str, Any] | None = None,
+    progress: Any = None,
     **options: Any,
 ) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
@@ -61,23 +64,85 @@ def lower(
     see docs/dynamic-shapes.md; ``own_mutable_buffers``, default True: the delegate owns the mutable buffers
     its partitions update, such as KV caches, see docs/stateful-decode.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one
-    or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a
-    constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
-    :func:`et_tensorrt.llm.llm_methods`).
+    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``, ``named_data``:
+    ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`), given one by one or as
+    ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a constant
+    (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
+    :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a bar
+    on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record them.
     Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
+    The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
+    piece by piece instead.
     """
+    build = _split_options(options, build_options)[1]
+    if build.named_data == "ptd":
+        raise OptionError(
+            "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
+            "(or named_data='pte' for one program in memory)"
+        )
+    return lower_program(
+        model,
+        example_inputs,
+        dynamic_shapes=dynamic_shapes,
+        zero_copy_inputs=zero_copy_inputs,
+        zero_copy_outputs=zero_copy_outputs,
+        build_options=build_options,
+        constant_methods=constant_methods,
+        progress=progress,
+        **options,
+    ).buffer
+
+
+def lower_program(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    example_inputs: Sequence[torch.Tensor] = (),
+    *,
+    dynamic_shapes: Any | None = None,
+    zero_copy_inputs: bool = True,
+    zero_copy_outputs: bool = False,
+    build_options: BuildOptions | None = None,
+    constant_methods: Mapping[str, Any] | None = None,
+    progress: Any = None,
+    **options: Any,
+):
+    """:func:`lower`'s work, returning ExecuTorch's ``ExecutorchProgramManager`` (the program not yet joined into
+    bytes: ``write_to_file`` and ``write_tensor_data_to_file`` write it piece by piece)."""
     from executorch.exir import to_edge_transform_and_lower
 
+    from . import progress as steps
+
     partitioner = make_partitioner(options, build_options)
-    program = export(model, example_inputs, dynamic_shapes)
-    edge = to_edge_transform_and_lower(
-        program, partitioner=[partitioner], constant_methods=dict(constant_methods) if constant_methods else None
-    )
-    lower.last_report = partitioner.report
-    return edge.to_executorch(
-        executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
-    ).buffer
+    with steps.reporting(progress):
+        with steps.step("program", "export"):
+            program = export(model, example_inputs, dynamic_shapes)
+        with steps.step("program", "partition and lower"):  # ExecuTorch calls preprocess once per partition
+            edge = to_edge_transform_and_lower(
+                program,
+                partitioner=[partitioner],
+                constant_methods=dict(constant_methods) if constant_methods else None,
+            )
+        lower.last_report = partitioner.report
+        del program
+        with steps.step("program", "to_executorch"):
+            manager = edge.to_executorch(
+                executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
+            )
+    _forget_lowered_modules()
+    return manager
+
+
+def _forget_lowered_modules() -> None:
+    """Two process-wide caches keep every lowered module alive after its lowering, and with it its blobs and named
+    data (engines, the model's weights): ExecuTorch 1.5.1's unbounded ``lru_cache`` on
+    ``exir.backend.utils.is_same_node`` (keyed by graph nodes) and torch's fake-tensor dispatch cache (keyed with
+    the lowered module of each delegate call). Cleared once a lowering is done, a large model's memory goes when
+    its program does."""
+    from executorch.exir.backend import utils
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if hasattr(utils.is_same_node, "cache_clear"):
+        utils.is_same_node.cache_clear()
+    FakeTensorMode.cache_clear()
 
 
 def make_partitioner(options: Mapping[str, Any], build_options: BuildOptions | None = None):
@@ -123,9 +188,49 @@ def executorch_config(*, zero_copy_inputs: bool = True, zero_copy_outputs: bool 
 lower.last_report = None
 
 
-def save(path: str | os.PathLike, *args: Any, **kwargs: Any) -> bytes:
-    """:func:`lower`, then write the program to ``path``; returns the bytes too."""
-    data = lower(*args, **kwargs)
+@dataclass(frozen=True)
+class SavedProgram:
+    """What :func:`save` wrote: the .pte, and the .ptd beside it when the program keeps named data outside it."""
+
+    path: str
+    data_path: str | None
+    pte_bytes: int
+    ptd_bytes: int
+
+
+def data_path_for(path: str | os.PathLike) -> str:
+    """The .ptd that :func:`save` writes beside ``path`` (``model.pte`` -> ``model.ptd``)."""
+    root, _ = os.path.splitext(os.fspath(path))
+    return root + ".ptd"
+
+
+def write_program(program, path: str | os.PathLike) -> SavedProgram:
+    """An ``ExecutorchProgramManager`` written to ``path`` and, when it keeps named data outside the .pte (one
+    external tag, as ``named_data="ptd"`` makes), to :func:`data_path_for` ``path``; piece by piece, never joined
+    in memory."""
+    path = os.fspath(path)
     with open(path, "wb") as f:
-        f.write(data)
-    return data
+        program.write_to_file(f)
+    data = dict(program._tensor_data or {})  # ExecuTorch's serialized .ptd files by external tag
+    data_path = None
+    if len(data) > 1:
+        raise OptionError(f"the program keeps named data in {len(data)} external files ({sorted(data)}); expected one")
+    if data:
+        (cord,) = data.values()
+        data_path = data_path_for(path)
+        with open(data_path, "wb") as f:
+            cord.write_to_file(f)
+    size = os.path.getsize
+    return SavedProgram(path, data_path, size(path), size(data_path) if data_path else 0)
+
+
+def save(path: str | os.PathLike, *args: Any, progress: Any = None, **kwargs: Any) -> SavedProgram:
+    """:func:`lower`, then write the program to ``path`` piece by piece (the weights are never joined into one
+    ``bytes``); with ``named_data="ptd"`` the engines and weights go to a .ptd beside it (``model.pte`` ->
+    ``model.ptd``), which the program needs to run (``Runner(path, data_path=...)``)."""
+    from . import progress as steps
+
+    with steps.reporting(progress) as shown:
+        program = lower_program(*args, progress=shown, **kwargs)
+        with steps.step("program", "write"):
+            return write_program(program, path)

@@ -33,8 +33,12 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from et_tensorrt.blob import DimRange, IOEntry, Weight
+
+if TYPE_CHECKING:
+    from et_tensorrt.backend.held_data import FileRegion
 from et_tensorrt.errors import OptionError
 
 logger = logging.getLogger("et_tensorrt")
@@ -42,15 +46,19 @@ logger = logging.getLogger("et_tensorrt")
 ENV_CACHE_DIR = "ET_TENSORRT_CACHE_DIR"
 ENV_CACHE_MAX_BYTES = "ET_TENSORRT_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 10 * 2**30
-FORMAT_VERSION = 1  # bump when the key's inputs or the entry layout change: old entries then simply miss
+FORMAT_VERSION = 2  # bump when the key's inputs or the entry layout change: old entries then simply miss
 SUFFIX = ".etrc"
 LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
 _TEMP_PREFIX = ".tmp-"
+HELD_PREFIX = ".held-"  # private hard links to entries (held_data.private_link): removed by their owner when it goes
 _STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
+_STALE_HELD_SECONDS = 7 * 24 * 3600  # a held link this old belongs to a process that died (it holds no space
+# of its own while its entry is there)
 
 _MAGIC = b"ETRTCACH"
 _HEAD = struct.Struct("<8sIIQ32s")  # magic, format version, header length, engine length, sha256(header+engine)
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+_CHUNK = 8 * 1024 * 1024
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 # Process-wide counters (tests read them to prove a hit without timing).
@@ -111,17 +119,6 @@ class _Hasher:
         return self._h.hexdigest()
 
 
-def _tensor_bytes(tensor) -> memoryview:
-    """The tensor's values, row-major, as a view (no copy for a contiguous host tensor)."""
-    import torch
-
-    t = tensor.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    t = t.contiguous().reshape(-1)
-    return memoryview(t.view(torch.uint8).numpy()) if t.numel() else memoryview(b"")
-
-
 def _dims(dims: Sequence[DimRange]) -> list:
     return [[d.min, d.opt, d.max] for d in dims]
 
@@ -130,13 +127,17 @@ def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, o
     """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
     and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
     tool versions of :func:`tool_versions`)."""
+    from et_tensorrt.backend.named_data import tensor_digest
+
     h = _Hasher()
     h.json("format", FORMAT_VERSION)
     h.json("facts", dict(facts))
     h.field("graph", graph)
     for w in weights:
-        h.json("weight", [w.name, w.kind, str(w.tensor.dtype), list(w.tensor.shape), w.persistent])
-        h.field("values", _tensor_bytes(w.tensor))
+        meta = [w.name, w.kind, str(w.tensor.dtype), list(w.tensor.shape), list(w.tensor.stride()), w.persistent]
+        h.json("weight", meta)
+        # the SHA-256 of its stored bytes, computed once per process (named data keys reuse it)
+        h.field("values", tensor_digest(w.tensor))
     return h.hexdigest()
 
 
@@ -190,7 +191,7 @@ class Entry:
     """One cached partition: the engine and what the blob needs from the ONNX export that built it."""
 
     key: str
-    engine: bytes
+    engine: bytes | FileRegion  # loaded: the entry file's engine bytes, held where they are (held_data.FileRegion)
     io: list[IOEntry]  # the engine's I/O table (ONNX names, engine dim ranges)
     metadata: dict = field(default_factory=dict)  # blob METADATA from the export (opset, picked maxima, ...)
     onnx_sha256: str = ""  # digest of the ONNX the engine was built from
@@ -223,8 +224,8 @@ def _io_from_json(rows: list) -> list[IOEntry]:
     return [IOEntry(r, n, d, tuple(DimRange(*x) for x in dims), t, i) for r, n, d, dims, t, i in rows]
 
 
-def _encode(entry: Entry) -> bytes:
-    header = json.dumps(
+def _header(entry: Entry) -> bytes:
+    return json.dumps(
         {
             "key": entry.key,
             "created": time.time(),
@@ -236,9 +237,91 @@ def _encode(entry: Entry) -> bytes:
         },
         sort_keys=True,
     ).encode("utf-8")
-    digest = hashlib.sha256(header)
-    digest.update(entry.engine)
-    return _HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), len(entry.engine), digest.digest()) + header + entry.engine
+
+
+class EngineWriter:
+    """Where a build streams its engine (TensorRT writes it in chunks: the engine is never whole in memory).
+
+    With an ``entry`` (its ``engine`` unused) the chunks go into a new build-cache entry, after its fixed head
+    and JSON header; :meth:`commit` completes the head (engine length, sha256 of header and engine), moves the
+    entry into place (unless it exceeds the limit) and returns the engine as a private hard link to it (the cache
+    may evict the entry at any time). Without one, they go to a private temp file. Either way ``commit`` returns
+    a :class:`~et_tensorrt.backend.held_data.FileRegion` that removes its file when it goes."""
+
+    def __init__(self, entry: Entry | None = None):
+        self._entry = entry
+        self._engine_sha = hashlib.sha256()
+        self._entry_sha = None
+        self.nbytes = 0
+        self._offset = 0
+        directory = cache_dir() if entry is not None else Path(tempfile.gettempdir())
+        directory.mkdir(parents=True, exist_ok=True)
+        self._dir = directory
+        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=SUFFIX if entry else ".engine")
+        self._file = os.fdopen(fd, "wb")
+        if entry is not None:
+            if entry.info.get("source") is None and _source.get() is not None:
+                entry.info["source"] = _source.get()
+            header = _header(entry)
+            self._entry_sha = hashlib.sha256(header)
+            self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), 0, bytes(32)) + header)
+            self._offset = _HEAD.size + len(header)
+            self._header_len = len(header)
+
+    def write(self, chunk) -> int:
+        self._file.write(chunk)
+        self._engine_sha.update(chunk)
+        if self._entry_sha is not None:
+            self._entry_sha.update(chunk)
+        n = memoryview(chunk).nbytes
+        self.nbytes += n
+        return n
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+    def commit(self, hold: bool = True) -> FileRegion | None:
+        """Completes the engine; returns it held (``hold``) or None."""
+        from et_tensorrt.backend.held_data import FileRegion, private_link
+
+        sha = self._engine_sha.digest()
+        if self._entry is None:
+            self._file.close()
+            return FileRegion(self._tmp, 0, self.nbytes, sha, owned=True)
+        self._file.seek(0)
+        self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, self._header_len, self.nbytes, self._entry_sha.digest()))
+        self._file.close()
+        key, limit = self._entry.key, max_bytes()
+        size = self._offset + self.nbytes
+        if size > limit:
+            logger.info("build cache: %s entry of %d bytes exceeds the limit %d; not stored", key[:16], size, limit)
+            return FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)
+        # Our own name for the engine first (a link to the temp file, before the entry can be replaced or evicted)
+        held = None
+        if hold:
+            held = FileRegion(private_link(self._tmp, self._dir), self._offset, self.nbytes, sha, owned=True)
+        try:
+            os.replace(self._tmp, _path(key))
+        except OSError as exc:
+            logger.warning("build cache: cannot write to %s (%s)", self._dir, exc)
+            return held or FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)
+        stats["stores"] += 1
+        evict(limit, keep=key)
+        return held
+
+
+def engine_writer(entry: Entry | None) -> EngineWriter:
+    """An :class:`EngineWriter` for a new entry, or a plain private file where the cache cannot be written (a
+    read-only home must not fail lowering)."""
+    if entry is not None:
+        try:
+            return EngineWriter(entry)
+        except OSError as exc:
+            logger.warning("build cache: cannot write to %s (%s)", cache_dir(), exc)
+    return EngineWriter(None)
 
 
 class _Corrupt(Exception):
@@ -274,13 +357,31 @@ def _discard(path: Path, why: str) -> None:
 
 
 def load(key: str) -> Entry | None:
-    """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss."""
+    """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss. The
+    engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole)."""
+    from et_tensorrt.backend.held_data import FileRegion, private_link
+
     path = _path(key)
+    held = None
     try:
-        with open(path, "rb") as f:
+        # Read through a name of our own (a writer may replace the entry, or another process evict it, meanwhile):
+        # the engine is then held as a region of that file, checked here chunk by chunk, never read whole.
+        held = private_link(path, cache_dir())
+        with open(held, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            engine_len, _, digest, header = _read_head(f, size)
-            engine = f.read(engine_len)
+            engine_len, header_len, digest, header = _read_head(f, size)
+            check = hashlib.sha256(header.pop("raw"))
+            engine_sha = hashlib.sha256()
+            left = engine_len
+            while left:
+                chunk = f.read(min(_CHUNK, left))
+                if not chunk:
+                    break
+                check.update(chunk)
+                engine_sha.update(chunk)
+                left -= len(chunk)
+        engine = FileRegion(held, _HEAD.size + header_len, engine_len, engine_sha.digest(), owned=True)
+        held = None  # the region owns it now
     except FileNotFoundError:
         stats["misses"] += 1
         return None
@@ -292,10 +393,12 @@ def load(key: str) -> Entry | None:
         logger.warning("build cache: cannot read %s (%s); building", path, exc)
         stats["misses"] += 1
         return None
-    check = hashlib.sha256(header.pop("raw"))
-    check.update(engine)
+    finally:
+        if held is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(held)
     try:
-        if len(engine) != engine_len or check.digest() != digest:
+        if left or check.digest() != digest:
             raise _Corrupt("checksum mismatch")
         if header.get("key") != key:
             raise _Corrupt(f"holds the key {str(header.get('key'))[:16]}..., not its file name's")
@@ -319,36 +422,26 @@ def load(key: str) -> Entry | None:
 
 
 def store(entry: Entry) -> bool:
-    """Writes ``entry`` atomically, then evicts least recently used entries beyond the limit. Never raises
-    for a file-system problem (a read-only home must not fail lowering): returns whether it was stored."""
-    limit = max_bytes()
-    if entry.info.get("source") is None and _source.get() is not None:
-        entry.info["source"] = _source.get()
-    data = _encode(entry)
-    if len(data) > limit:
-        logger.info(
-            "build cache: %s entry of %d bytes exceeds the limit %d; not stored", entry.key[:16], len(data), limit
-        )
-        return False
-    directory = cache_dir()
-    tmp = None
+    """Writes ``entry`` (its engine ``bytes`` or a held region) atomically, then evicts least recently used entries
+    beyond the limit. Never raises for a file-system problem: returns whether it was stored."""
+    from et_tensorrt.backend.held_data import FileRegion
+
+    stores = stats["stores"]
+    engine = entry.engine
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=SUFFIX)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, _path(entry.key))
-        tmp = None
+        writer = EngineWriter(entry)
     except OSError as exc:
-        logger.warning("build cache: cannot write to %s (%s)", directory, exc)
+        logger.warning("build cache: cannot write to %s (%s)", cache_dir(), exc)
         return False
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    stats["stores"] += 1
-    evict(limit, keep=entry.key)
-    return True
+    try:
+        for chunk in engine.chunks() if isinstance(engine, FileRegion) else (engine,):
+            writer.write(chunk)
+        writer.commit(hold=False)
+    except OSError as exc:
+        writer.abort()
+        logger.warning("build cache: cannot write to %s (%s)", cache_dir(), exc)
+        return False
+    return stats["stores"] > stores
 
 
 # ------------------------------------------------------------------------------------ listing and eviction
@@ -376,9 +469,10 @@ def evict(limit: int, keep: str | None = None) -> int:
     with contextlib.suppress(OSError):
         for name in os.listdir(cache_dir()):
             path = cache_dir() / name
-            if name.startswith(_TEMP_PREFIX):
+            stale = _STALE_TEMP_SECONDS if name.startswith(_TEMP_PREFIX) else _STALE_HELD_SECONDS
+            if name.startswith((_TEMP_PREFIX, HELD_PREFIX)):
                 with contextlib.suppress(OSError):
-                    if now - path.stat().st_mtime > _STALE_TEMP_SECONDS:
+                    if now - path.stat().st_mtime > stale:
                         path.unlink()
     files = sorted(_entry_files(), key=lambda p: (p[0].name == f"{keep}{SUFFIX}", p[1].st_mtime_ns))
     total = sum(st.st_size for _, st in files)
@@ -430,7 +524,7 @@ def clear() -> tuple[int, int]:
     with contextlib.suppress(OSError):
         for name in os.listdir(cache_dir()):
             path = cache_dir() / name
-            ours = name.endswith((SUFFIX, LEGACY_SUFFIX)) or name.startswith(_TEMP_PREFIX)
+            ours = name.endswith((SUFFIX, LEGACY_SUFFIX)) or name.startswith((_TEMP_PREFIX, HELD_PREFIX))
             if not ours or not path.is_file():
                 continue
             with contextlib.suppress(OSError):

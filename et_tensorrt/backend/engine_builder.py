@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from et_tensorrt import trt
 from et_tensorrt.backend import onnx_weights
+from et_tensorrt.backend.held_data import FileRegion
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
@@ -27,7 +28,7 @@ class BuildSettings:
 
 @dataclass
 class BuildResult:
-    engine: bytes
+    engine: FileRegion  # the serialized engine, held in the file it was streamed to
     seconds: float
 
 
@@ -70,8 +71,22 @@ def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     return bad
 
 
-def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
-    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected."""
+def _stream_writer(t, sink):
+    """A TensorRT ``IStreamWriter`` that hands each chunk of the serialized engine to ``sink.write``."""
+
+    class Writer(t.IStreamWriter):
+        def __init__(self):
+            t.IStreamWriter.__init__(self)
+
+        def write(self, data) -> int:
+            return sink.write(data)
+
+    return Writer()
+
+
+def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> None:
+    """Parse and build (no cache), the serialized engine written to ``sink`` (``write(chunk) -> int``, ``nbytes``;
+    build_cache.EngineWriter). EngineBuildError names the op TensorRT rejected."""
     t = trt.module()
     log = trt.CollectingLogger.create()
     builder = t.Builder(log)
@@ -145,8 +160,10 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
                 )
             config.add_optimization_profile(profile)
 
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None or serialized.nbytes == 0:
+    # Streamed out in chunks as TensorRT serializes it (never a whole engine in memory beside the builder's own
+    # working copy of the weights): into a build-cache entry, or a private temp file.
+    built = builder.build_serialized_network_to_stream(network, config, _stream_writer(t, sink))
+    if not built or sink.nbytes == 0:
         errors = log.errors()
         if settings.strip_weights and not _cuda_available():
             # Measured with TensorRT-RTX 1.7.1: any refittable build (STRIP_PLAN, REFIT, REFIT_IDENTICAL, or
@@ -163,7 +180,6 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             f"TensorRT ({trt.flavour()} {trt.version()}) could not build the engine{ops}: "
             + ("; ".join(errors) if errors else "no error message")
         )
-    return bytes(serialized)
 
 
 def _check_aliases(network, export: OnnxExport, t) -> None:
@@ -194,8 +210,17 @@ def _cuda_available() -> bool:
         return False
 
 
-def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:
-    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX)."""
+def build_engine(export: OnnxExport, settings: BuildSettings, sink=None) -> BuildResult:
+    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX). The engine
+    goes to ``sink`` (a ``build_cache.EngineWriter``: a new cache entry; default: a private temp file) and comes
+    back held where it was written (``held_data.FileRegion``, never read into memory here)."""
+    from et_tensorrt.backend.build_cache import EngineWriter
+
+    sink = sink if sink is not None else EngineWriter(None)
     start = time.perf_counter()
-    engine = build_network_engine(export, settings)
-    return BuildResult(engine, time.perf_counter() - start)
+    try:
+        build_network_engine(export, settings, sink)
+    except BaseException:
+        sink.abort()
+        raise
+    return BuildResult(sink.commit(), time.perf_counter() - start)

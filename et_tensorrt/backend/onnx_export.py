@@ -377,9 +377,14 @@ def export_onnx(
             if retrace or precision != "fp32":
                 raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
             logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
+    exported_values = list(program.model.graph.initializers.values())  # before the optimizer replaces some
     optimize(program.model)
     threshold = onnx_weights.DEFAULT_THRESHOLD if external_threshold is None else external_threshold
     model, held = onnx_weights.split_model(program.model, threshold)  # never the weights in a protobuf
+    # onnxscript's module-level rewrite rules keep the last graph they matched, and its bookkeeping the values the
+    # optimizer replaced: none of them may keep the weights alive once the export is done.
+    for value in (*exported_values, *program.model.graph.initializers.values()):
+        value.const_value = None
     del program
     seconds = time.perf_counter() - start
 

@@ -184,11 +184,13 @@ def _byte_view(tensor: torch.Tensor) -> memoryview:
 
 def digest(export: OnnxExport) -> str:
     """SHA-256 of the ONNX model the builder sees: the graph's bytes, then each external initializer's name and
-    bytes (read in place)."""
+    the SHA-256 of its bytes."""
+    from et_tensorrt.backend.named_data import tensor_digest
+
     h = hashlib.sha256(export.model_bytes)
     for name in sorted(export.initializers):
         h.update(name.encode("utf-8"))
-        h.update(_byte_view(export.initializers[name]))
+        h.update(tensor_digest(export.initializers[name]))  # once per tensor and process
     return h.hexdigest()
 
 

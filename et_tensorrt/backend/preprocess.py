@@ -24,6 +24,7 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
+from et_tensorrt import progress
 from et_tensorrt.backend.stages import STAGES
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, record_exports, stats
 from et_tensorrt.backend.stages.serialize import state_table
@@ -65,5 +66,6 @@ class EtTensorRTBackend(BackendDetails):
         for stage in STAGES:
             if job.from_cache and not stage.on_cache_hit:
                 continue  # served from the build cache: no ONNX export, validation or build
-            stage.run(job)
-        return PreprocessResult(processed_bytes=job.blob)
+            with progress.step(lambda: job.label or "partition", stage.name):  # et_tensorrt.progress
+                stage.run(job)
+        return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)

@@ -13,7 +13,16 @@ import torch
 
 from ..parity import Tolerances, for_precision
 from .check import run_and_check
-from .common import EXIT_MISMATCH, EXIT_OK, CliError, NothingDelegated, backend_log, load_runtime, quiet_native_stderr
+from .common import (
+    EXIT_MISMATCH,
+    EXIT_OK,
+    CliError,
+    NothingDelegated,
+    UsageError,
+    backend_log,
+    load_runtime,
+    quiet_native_stderr,
+)
 from .display import print_plan, print_tensors, timing
 from .inputs import (
     check_inputs,
@@ -42,8 +51,7 @@ def cmd_lower(args) -> int:
     program = load_program(args.program)
     specs = program_input_specs(program)
     print(f"{args.program}: {describe_specs(specs)}")
-    lowered = lower_program(program, LoweringRequest.from_args(args), args.debug, source=args.program)
-    write_program(args.output, lowered.data)
+    lower_program(program, LoweringRequest.from_args(args), args.debug, source=args.program, output=args.output)
     return EXIT_OK
 
 
@@ -86,6 +94,8 @@ def _check(args, keep_result: bool = False):
         print(f"random inputs (seed {args.seed}) from the program's placeholder shapes")
     else:
         check_inputs(inputs, specs)
+    if request.build.named_data == "ptd":
+        raise UsageError("check runs the lowered program from memory: use --named-data pte (the same sharing)")
     expected = _eager(program.module(), inputs)
     lowered = lower_program(program, request, args.debug, source=args.program, record=True)
     if args.output:
@@ -139,7 +149,7 @@ def cmd_run(args) -> int:
     print_tensors("input ", inputs)
     times = []
     with backend_log(args.debug), quiet_native_stderr(args.debug):
-        runner = Runner(args.pte, verify=not args.no_verify)
+        runner = Runner(args.pte, verify=not args.no_verify, data_path=args.data)
         for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
             outputs = runner.run(inputs)

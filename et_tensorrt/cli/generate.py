@@ -10,7 +10,7 @@ def cmd_generate(args) -> int:
     from ..llm import TextGenerator
 
     try:
-        generator = TextGenerator(args.pte, args.tokenizer)
+        generator = TextGenerator(args.pte, args.tokenizer, data_path=args.data)
         result = generator.generate(args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     except RunnerError as e:
         raise CliError(str(e)) from e

@@ -32,7 +32,11 @@ class LoweringRequest:
             min_block_size=args.min_block_size,
             torch_executed_ops=tuple(args.torch_executed_op),
             build=BuildOptions(
-                precision=args.precision, target_archs=tuple(args.target_arch), cache=args.cache, weights=args.weights
+                precision=args.precision,
+                target_archs=tuple(args.target_arch),
+                cache=args.cache,
+                weights=args.weights,
+                named_data=getattr(args, "named_data", "off"),
             ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,
@@ -42,25 +46,36 @@ class LoweringRequest:
         archs = f", targets {','.join(self.build.target_archs)}" if self.build.target_archs else ""
         return (
             f"lowering for {self.target_device} (precision {self.build.precision}{archs}, "
-            f"weights {self.build.weights}, min_block_size {self.min_block_size}, "
+            f"weights {self.build.weights}, named data {self.build.named_data}, min_block_size {self.min_block_size}, "
             f"torch_executed_ops {list(self.torch_executed_ops)})"
         )
 
 
 @dataclass
 class Lowered:
-    data: bytes  # the program
+    data: bytes | None  # the program (None when it was written to `saved` instead)
     report: object  # et_tensorrt.PartitionReport
     exports: dict  # et_tensorrt.blob.program_digest -> backend.preprocess.PartitionExport
+    saved: object = None  # et_tensorrt.lowering.SavedProgram, when written to a file
 
 
-def lower_program(program, request: LoweringRequest, debug: bool, *, source: str, record: bool = False) -> Lowered:
-    """Lower ``program`` (an ExportedProgram; ``source`` names it in build-cache entries); prints as it goes.
-    ``record``: keep each partition's ONNX export for ``check`` (a build-cache hit then still exports it).
-    Raises UsageError for a ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was
-    delegated."""
-    from .. import lower
+def lower_program(
+    program,
+    request: LoweringRequest,
+    debug: bool,
+    *,
+    source: str,
+    record: bool = False,
+    output: str | None = None,
+) -> Lowered:
+    """Lower ``program`` (an ExportedProgram; ``source`` names it in build-cache entries); prints as it goes,
+    each partition's stages too (a progress bar on a terminal, lines otherwise). ``record``: keep each partition's
+    ONNX export for ``check`` (a build-cache hit then still exports it). ``output``: write the program there (and
+    its .ptd beside it) piece by piece instead of returning its bytes. Raises UsageError for a
+    ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
+    from .. import lower, lowering
     from ..backend import build_cache, preprocess
+    from ..progress import Progress, reporting, step
 
     before = dict(preprocess.stats)
     print(request.describe() + " ...", flush=True)
@@ -73,15 +88,26 @@ def lower_program(program, request: LoweringRequest, debug: bool, *, source: str
     ):
         warnings.simplefilter("always")
         warnings.simplefilter("error", UnmatchedOpWarning)  # stops the lowering at partitioning, before any build
+        if request.build.named_data == "ptd" and output is None:
+            raise UsageError("--named-data ptd writes a .ptd beside the .pte: give -o/--output (or use pte)")
+        data = saved = None
         try:
-            data = lower(
-                program,
-                zero_copy_inputs=request.zero_copy_inputs,
-                build_options=request.build,
-                target_device=str(request.target_device),
-                min_block_size=request.min_block_size,
-                torch_executed_ops=request.torch_executed_ops,
-            )
+            with reporting(Progress(show="auto" if not debug else "log")) as progress:
+                manager = lowering.lower_program(
+                    program,
+                    zero_copy_inputs=request.zero_copy_inputs,
+                    build_options=request.build,
+                    target_device=str(request.target_device),
+                    min_block_size=request.min_block_size,
+                    torch_executed_ops=request.torch_executed_ops,
+                    progress=progress,
+                )
+                if output is None:
+                    data = manager.buffer
+                elif lower.last_report.partitions or request.allow_no_delegate:  # else refused below, unwritten
+                    with step("program", "write"):
+                        saved = lowering.write_program(manager, output)
+                del manager
         except UnmatchedOpWarning as e:
             raise UsageError("--torch-executed-op: " + str(e).removeprefix("et_tensorrt: ")) from e
     seconds = time.perf_counter() - start
@@ -103,7 +129,11 @@ def lower_program(program, request: LoweringRequest, debug: bool, *, source: str
             f"nothing was delegated: all {len(report.nodes)} node(s) stay on the host (the report above says "
             "why); --allow-no-delegate accepts such a program"
         )
-    return Lowered(data, report, dict(exports))
+    if saved is not None:
+        print(f"wrote {saved.path} ({saved.pte_bytes:,} bytes)")
+        if saved.data_path:
+            print(f"wrote {saved.data_path} ({saved.ptd_bytes:,} bytes: the program's named data; run it with --data)")
+    return Lowered(data, report, dict(exports), saved)
 
 
 def write_program(path: str, data: bytes) -> None:

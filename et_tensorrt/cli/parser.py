@@ -12,7 +12,7 @@ from importlib import metadata
 
 import torch
 
-from ..compile_specs import PRECISIONS, WEIGHTS_MODES, BuildOptions
+from ..compile_specs import NAMED_DATA_MODES, PRECISIONS, WEIGHTS_MODES, BuildOptions
 from ..errors import OptionError
 from ..parity import TOLERANCES
 from .common import EXIT_USAGE
@@ -187,6 +187,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         help=f"{BuildOptions.describe()['weights']} (default {defaults.weights})",
     )
     p.add_argument(
+        "--named-data",
+        choices=NAMED_DATA_MODES,
+        default=defaults.named_data,
+        help=f"{BuildOptions.describe()['named_data']} (default {defaults.named_data}; ptd needs -o)",
+    )
+    p.add_argument(
         "--target-arch",
         action="append",
         type=_target_arch,
@@ -259,6 +265,7 @@ def build_parser(commands) -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a .pte with et_tensorrt.Runner; print the placement plan and outputs")
     p.add_argument("pte", type=_existing_file, help="the .pte to run (its forward method)")
+    p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
     _input_options(p, "the shapes the program records")
     p.add_argument(
         "--device",
@@ -295,6 +302,7 @@ def build_parser(commands) -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="generate text from a prompt: ExecuTorch's TextLLMRunner runs the .pte")
     p.add_argument("pte", type=_existing_file, help="an LLM .pte lowered with et_tensorrt.llm.llm_methods")
     p.add_argument("--tokenizer", type=_existing_file, required=True, help="its tokenizer (a HF tokenizer.json, ...)")
+    p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
     p.add_argument("--prompt", required=True, help="the text to continue")
     p.add_argument("--max-new-tokens", type=_at_least_one, default=16, metavar="N", help="(default 16)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 picks the likeliest token (default 0)")

@@ -81,7 +81,15 @@ def record_plans() -> _C.PlanRecording:
 
 
 class Runner:
-    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview, *, verify: bool = True):
+    def __init__(
+        self,
+        program: str | os.PathLike | bytes | bytearray | memoryview,
+        *,
+        verify: bool = True,
+        data_path: str | os.PathLike | None = None,
+    ):
+        """``data_path``: the .ptd holding the program's named data kept outside the .pte (a lowering with
+        ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it."""
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
             self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes
@@ -90,8 +98,11 @@ class Runner:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no program at {path!r}")
             self._source, self._from = path, _C.ProgramRunner.from_file
+        self._data_path = "" if data_path is None else os.fspath(data_path)
+        if self._data_path and not os.path.isfile(self._data_path):
+            raise FileNotFoundError(f"no data file at {self._data_path!r}")
         self._verify = verify
-        self._native = self._from(self._source, verify)
+        self._native = self._from(self._source, verify, self._data_path)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
         self.last_plan: _C.MethodPlan | None = None
@@ -134,7 +145,7 @@ class Runner:
         with self._lock:
             self._native = None
             del native  # the old methods (and their delegates' device state) go before the new ones load
-            self._native = self._from(self._source, self._verify)
+            self._native = self._from(self._source, self._verify, self._data_path)
             self.last_plan = None
             self.outputs_written_in_place = []
 

@@ -25,7 +25,8 @@ for i in range(int(sys.argv[2])):
         entry = build_cache.load(key)
         if entry is not None:
             seen += 1
-            bad += not (len(set(entry.engine)) == 1 and len(entry.engine) in (3_000_000, 1_000_000))
+            engine = entry.engine.to_bytes()
+            bad += not (len(set(engine)) == 1 and len(engine) in (3_000_000, 1_000_000))
 print(seen, bad, build_cache.stats["corrupt"])
 """
 

@@ -4,7 +4,7 @@ input, even one the partition records as static (the ONNX exporter can leave suc
 import torch
 from onnx import TensorProto, helper
 
-from et_tensorrt.backend.engine_builder import BuildSettings, build_network_engine
+from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.blob import DimRange
 
@@ -23,14 +23,14 @@ def _relu_export(onnx_dims, info_dims):
 
 
 def test_a_dim_symbolic_in_onnx_but_static_in_the_partition_builds_pinned_to_its_size():
-    engine = build_network_engine(_relu_export(["n", 3], [(2, 2, 2), (3, 3, 3)]), BuildSettings())
+    engine = build_engine(_relu_export(["n", 3], [(2, 2, 2), (3, 3, 3)]), BuildSettings()).engine
     assert len(engine) > 0
 
 
 def test_a_dynamic_partition_input_builds_for_its_range():
-    engine = build_network_engine(_relu_export(["n", 3], [(1, 4, 8), (3, 3, 3)]), BuildSettings())
+    engine = build_engine(_relu_export(["n", 3], [(1, 4, 8), (3, 3, 3)]), BuildSettings()).engine
     assert len(engine) > 0
 
 
 def test_a_static_network_needs_no_profile():
-    assert len(build_network_engine(_relu_export([2, 3], [(2, 2, 2), (3, 3, 3)]), BuildSettings())) > 0
+    assert len(build_engine(_relu_export([2, 3], [(2, 2, 2), (3, 3, 3)]), BuildSettings()).engine) > 0

@@ -58,7 +58,7 @@ def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
     """TensorRT refusing a partition (simulated: this TensorRT builds every op of the table) leaves it to
     PyTorch: the blob carries no engine, only the embedded program, which runs."""
 
-    def refuse(export, settings):
+    def refuse(export, settings, sink=None):
         raise EngineBuildError("TensorRT refused the network (simulated)")
 
     monkeypatch.setattr(build_stage, "build_engine", refuse)

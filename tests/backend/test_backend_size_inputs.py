@@ -15,7 +15,7 @@ import et_tensorrt
 from et_tensorrt import _C
 from et_tensorrt import blob as B
 from et_tensorrt.backend.edge_to_aten import edge_to_aten, user_input_nodes
-from et_tensorrt.backend.engine_builder import BuildSettings, build_network_engine
+from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.backend.size_inputs import engine_program
 from et_tensorrt.errors import BlobFormatError
@@ -191,7 +191,7 @@ def test_a_size_shape_input_gets_its_value_range_in_every_profile():
     out = TensorInfo("out", torch.float32, torch.device("cuda:0"), (B.DimRange(1, 8, 64), static[1]), ())
     export = OnnxExport(model.SerializeToString(), 18, [size, y], [out])
     assert export.profile_count == 2
-    assert len(build_network_engine(export, BuildSettings())) > 0
+    assert len(build_engine(export, BuildSettings()).engine) > 0
 
 
 def test_a_dynamic_output_planned_at_a_larger_upper_bound_is_resized_not_rejected():

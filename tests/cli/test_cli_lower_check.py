@@ -197,3 +197,18 @@ def test_check_mismatch_in_an_engines_onnx_fails(tmp, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == cli.EXIT_MISMATCH and data["passed"] is False and data["onnx_checked"] == 0
     assert "neither run by TensorRT nor checked here" in data["summary"]
+
+
+def test_lower_shows_each_stage_and_writes_a_ptd_that_run_needs(tmp, run_cli):
+    """`lower` shows each partition's stages as they run (lines when stdout is not a terminal); with
+    `--named-data ptd` the engines and weights go to a .ptd beside the .pte, which `run --data` loads."""
+    result = run_cli("lower", "net.pt2", "-o", "shared.pte", "--min-block-size", 1, "--named-data", "ptd", cwd=tmp)
+    assert result.status == 0, result.stdout + result.stderr
+    out = result.stdout
+    for stage in ("ONNX export", "engine build", "serialization"):
+        assert re.search(rf"\[et_tensorrt\] engine 1/1: {stage}: [\d.]+ s \([\d.]+ s elapsed\)", out), out
+    assert "wrote shared.pte" in out and "wrote shared.ptd" in out
+    ran = run_cli("run", "shared.pte", "--data", "shared.ptd", "--inputs", "inputs.pt", cwd=tmp)
+    assert ran.status == 0, ran.stdout + ran.stderr
+    missing = run_cli("run", "shared.pte", "--inputs", "inputs.pt", cwd=tmp)
+    assert missing.status != 0 and "named data" in missing.stdout + missing.stderr

@@ -1,6 +1,7 @@
 """The stages of ``EtTensorRTBackend.preprocess``, in order: one file each, each a ``run(job)`` that reads
 and writes fields of one ``PartitionJob`` (job.py). A cache hit marks the job ``from_cache``; the stages
-marked "no" below are then skipped.
+marked "no" below are then skipped. ``preprocess`` runs each inside ``et_tensorrt.progress.step`` (its time, and
+on request its peak memory, shown and recorded per partition).
 
 =============  ========  ==========================================  ============================================
 stage          on a hit  reads                                       writes
@@ -19,10 +20,11 @@ to_onnx        no        engine_ep, states, build, dynamic_dims      export, sta
                                                                      metadata
 validate       no        aten_ep, engine_ep, export, states,         validation, metadata; a refusal: fallback,
                          build                                       stats["fallbacks"]
-build          no        export, settings, key, program_error,       engine, io_entries, metadata, the cache
-                         validation, export_metadata                 entry; stats["built"] or a fallback
-embed          yes       program, program_error, engine, export,     graph, weights, refit, metadata
-                         build.weights
+build          no        export, settings, key, program_error,       engine (streamed into a new cache entry
+                         validation, export_metadata                 or a temp file), io_entries, metadata;
+                                                                     stats["built"] or a fallback
+embed          yes       program, program_error, engine, export,     graph, weights, refit, metadata; with
+                         build.weights, build.named_data             named data: named, data_store
 serialize      yes       everything above                            blob; the record_exports() maps
 =============  ========  ==========================================  ============================================
 """

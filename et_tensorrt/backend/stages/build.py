@@ -1,5 +1,5 @@
 """Stage ``build`` (skipped on a cache hit): the TensorRT engine built from the ONNX
-(backend/engine_builder.py), the I/O table, and the engine stored in the build cache.
+(backend/engine_builder.py), streamed into a new build-cache entry (or a temp file), and the I/O table.
 
 When TensorRT refuses the partition (or validate did) and ``pass_through_build_failures`` is off, the
 partition is left to the host (``fall_back``): no engine, and the runtime runs the embedded program with
@@ -81,12 +81,29 @@ def fall_back(job: PartitionJob, exc: EngineBuildError) -> None:
     logger.warning("%s: left to the host (PyTorch runs the partition): %s", job.label, exc)
 
 
+def _cache_entry(job: PartitionJob, io: list) -> build_cache.Entry | None:
+    """The build-cache entry the engine is streamed into (None: not cached). Its header is known before the build:
+    the engine's I/O table, the export's facts, the validation outcome."""
+    if job.key is None or job.program_error is not None:
+        return None
+    return build_cache.Entry(
+        key=job.key,
+        engine=b"",
+        io=io,
+        metadata=job.export_metadata,
+        onnx_sha256=job.export.digest(),
+        validation=job.validation,
+        info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
+    )
+
+
 def run(job: PartitionJob) -> None:
     export = job.export
     if job.fallback is None:  # validate did not refuse the partition
         try:
-            result = build_engine(export, job.settings)
-            job.engine = result.engine
+            sink = build_cache.engine_writer(_cache_entry(job, _io_entries(export)))
+            result = build_engine(export, job.settings, sink)
+            job.engine = result.engine  # held in the file it was streamed to (a cache entry or a temp file)
             job.metadata.update(build_seconds=round(result.seconds, 3))
             stats["built"] += 1
             logger.info(
@@ -100,15 +117,3 @@ def run(job: PartitionJob) -> None:
         except EngineBuildError as exc:
             fall_back(job, exc)
     job.io_entries = _io_entries(export, engine_built=job.engine is not None)
-    if job.engine is not None and job.key is not None and job.program_error is None:
-        build_cache.store(
-            build_cache.Entry(
-                key=job.key,
-                engine=job.engine,
-                io=job.io_entries,
-                metadata=job.export_metadata,
-                onnx_sha256=export.digest(),
-                validation=job.validation,
-                info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
-            )
-        )

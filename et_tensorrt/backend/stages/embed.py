@@ -1,12 +1,15 @@
 """Stage ``embed``: the embedded program (GRAPH: torch.export's JSON, WEIGHTS: raw tensors; nothing pickled,
 see et_tensorrt.embedded_program), its refusal raised now (after the build), shaped by the weights mode:
 ``refit`` derives the REFIT_MAP (backend/refit_derivation.py), ``engine-only`` drops the program, and
-without an engine the program is kept whatever the mode."""
+without an engine the program is kept whatever the mode. With ``named_data`` the engine's and the weights' bytes
+become ExecuTorch named data (backend/named_data.py): the blob names their keys."""
 
 from __future__ import annotations
 
 import logging
 
+from et_tensorrt import blob as blob_mod
+from et_tensorrt.backend import named_data
 from et_tensorrt.backend.stages.job import PartitionJob
 
 logger = logging.getLogger("et_tensorrt")
@@ -27,6 +30,24 @@ def _refit_map(export, weights, aten_ep, label: str):
     return plan
 
 
+def _named(job: PartitionJob) -> None:
+    """The engine and every non-empty weight as named data under their content keys (no copy: the engine stays in
+    its file, the weights in the program's memory, until ExecuTorch writes them)."""
+    entries = []
+    if job.engine is not None:
+        key = named_data.engine_key(job.engine)
+        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_ENGINE, 0, key, len(job.engine)))
+        entries.append((key, job.engine))
+    for i, w in enumerate(job.weights if job.graph is not None else ()):
+        if w.tensor.numel() == 0:
+            continue
+        key, data = named_data.tensor_data(w.tensor)
+        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_WEIGHT, i, key, len(data)))
+        entries.append((key, data))
+    job.data_store = named_data.data_store(entries, job.build.named_data)
+    job.metadata["named_data"] = job.build.named_data
+
+
 def run(job: PartitionJob) -> None:
     # The embedded program (checked by the runtime's own safe-loader checks).
     if job.program_error is not None:
@@ -40,3 +61,5 @@ def run(job: PartitionJob) -> None:
         job.graph, job.weights = None, []  # the smallest blob: runs only where the engine deserializes
     elif job.engine is None and weights_mode != "both":
         job.metadata["weights_mode_dropped"] = f"{weights_mode}: no engine was built, the program is kept"
+    if job.build.named_data != "off":
+        _named(job)

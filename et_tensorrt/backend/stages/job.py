@@ -93,5 +93,7 @@ class PartitionJob:
     graph: bytes | None = None
     weights: list = field(default_factory=list)
     refit: RefitPlan | None = None
+    named: list = field(default_factory=list)  # blob.NamedRef: the engine and weights left to named data
+    data_store: object = None  # their NamedDataStoreOutput (PreprocessResult.data_store_output)
     # serialize
     blob: bytes = b""

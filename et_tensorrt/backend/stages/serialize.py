@@ -34,22 +34,29 @@ def state_table(states) -> bytes:
     return table.encode_state_table(entries)
 
 
-def _verify_refit(export, data: bytes) -> None:
+def _verify_refit(export, data: bytes, weights) -> None:
     """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS and
-    REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise."""
+    REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise.
+    Weights that are named data are the program's tensors ExecuTorch writes (``weights``)."""
     from et_tensorrt.backend.refit_derivation import verify_refit_map
-    from et_tensorrt.embedded_program.loader import weight_tensors
+    from et_tensorrt.embedded_program.loader import weight_tensor
 
     blob = blob_mod.read_blob(data)
     names = [w.name for w in blob.weights]
-    verify_refit_map(export, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
+    tensors = [
+        weights[i].tensor if blob.named_weight(i) is not None else weight_tensor(blob, entry)
+        for i, entry in enumerate(blob.weights)
+    ]
+    verify_refit_map(export, blob.refit_entries, tensors, blob.refit_map, names)
 
 
 def run(job: PartitionJob) -> None:
     exec_type, exec_index = job.exec_device
+    named_engine = any(n.target == blob_mod.NAMED_ENGINE for n in job.named)
     data = job.blob = blob_mod.write_blob(
         job.io_entries,
-        engine=job.engine,
+        engine=None if named_engine else job.engine,
+        named=job.named,
         graph=job.graph,
         weights=job.weights,
         refit_map=job.refit.payload if job.refit is not None else None,
@@ -59,7 +66,7 @@ def run(job: PartitionJob) -> None:
         exec_device_index=exec_index,
     )
     if job.refit is not None:
-        _verify_refit(job.export, data)
+        _verify_refit(job.export, data, job.weights)
     if _recorders:
         digest = blob_mod.program_digest(blob_mod.read_blob(data))
         for exports in _recorders:
