@@ -152,8 +152,9 @@ def _cast_copy(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
 class _Cast(torch.nn.Module):
     """Run ``inner`` in a lower float precision; I/O keeps the partition's dtypes."""
 
-    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype | None):
+    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype | None, out_dtypes=None):
         super().__init__()
+        self.out_dtypes = list(out_dtypes) if out_dtypes is not None else None
         if dtype is not None:  # ep.module() shares its parameters with the program: cast a copy
             inner = _cast_copy(inner, dtype)
         self.inner = inner
@@ -183,7 +184,9 @@ class _Cast(torch.nn.Module):
         outs = self.inner(*cast)
         single = not isinstance(outs, (tuple, list))
         outs = (outs,) if single else tuple(outs)
-        outs = tuple(o.to(torch.float32) if o.dtype == self.dtype else o for o in outs)
+        # each result back in the partition's own dtype (float32 from a float32 model; an fp16 model's stay fp16)
+        dtypes = self.out_dtypes or [torch.float32] * len(outs)
+        outs = tuple(o.to(d) if d is not None and o.dtype == self.dtype != d else o for o, d in zip(outs, dtypes))
         return outs[0] if single else outs
 
 
@@ -195,7 +198,8 @@ def with_precision(
     cast (TRT-RTX is strongly typed, so the ONNX tensor types decide the engine's precision)."""
     if precision == "fp32" and not retrace:
         return ep
-    module = _Cast(ep.module(), LOW_PRECISION.get(precision))
+    out_dtypes = [o.meta["val"].dtype if isinstance(o, torch.fx.Node) else None for o in user_output_nodes(ep)]
+    module = _Cast(ep.module(), LOW_PRECISION.get(precision), out_dtypes)
     names = {}
     dyn = []
     for node, info in zip(user_input_nodes(ep), inputs):

@@ -72,3 +72,19 @@ def test_keywords_override_build_options_fields():
     partitioner, build = _split_options({"precision": "fp16", "min_block_size": 3}, BuildOptions(validate=True))
     assert partitioner == {"min_block_size": 3}
     assert build == BuildOptions(precision="fp16", validate=True)
+
+
+def test_a_model_already_in_fp16_lowers_with_precision_fp16():
+    """Its partition's results are fp16: the engine returns them as they are (not widened to fp32), and no weight
+    is copied to be cast (they already are)."""
+    from et_tensorrt.blob import read_blob
+    from et_tensorrt.inspection import delegate_blobs
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval().half()
+    x = torch.randn(4, 16, dtype=torch.float16)
+    pte = et_tensorrt.lower(model, (x,), min_block_size=1, precision="fp16", cache=False)
+    (blob,) = [read_blob(b) for b in delegate_blobs(pte)]
+    assert [e.dtype for e in blob.io] == [5, 5]  # Half in, Half out
+    got = et_tensorrt.Runner(pte).run([x])[0]
+    torch.testing.assert_close(got, model(x), rtol=1e-2, atol=1e-2)
