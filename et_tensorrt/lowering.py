@@ -19,6 +19,7 @@ _PARTITIONER_OPTIONS = (
     "require_full_compilation",
     "opt_sizes",
     "own_mutable_buffers",
+    "max_partition_weights",
 )
 
 
@@ -62,10 +63,12 @@ def lower(
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
     ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
     see docs/dynamic-shapes.md; ``own_mutable_buffers``, default True: the delegate owns the mutable buffers
-    its partitions update, such as KV caches, see docs/stateful-decode.md) or are :class:`BuildOptions` fields
-    (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``, ``named_data``:
-    ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`), given one by one or as
+    its partitions update, such as KV caches, see docs/stateful-decode.md; ``max_partition_weights``, default
+    1 GiB: a partition holding more weight bytes is split, so building one engine never needs more) or are
+    :class:`BuildOptions` fields (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``,
+    ``workspace_bytes``, ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or
+    ``engine-only``, ``named_data``: ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`),
+    given one by one or as
     ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a constant
     (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
     :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a bar

@@ -23,6 +23,7 @@ from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
 from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
+from .weight_split import DEFAULT_MAX_PARTITION_WEIGHTS, split_by_weights, weight_bytes
 
 TAG_PREFIX = "et_tensorrt_"
 
@@ -68,6 +69,10 @@ class TensorRTPartitioner(Partitioner):
     ``opt_sizes``: the sizes TensorRT tunes kernels for, per dynamic dim, named by its ``Dim`` name
     (``{"batch": 8}``) or ``"input:dim"`` (``{"x:0": 8}``); a list (``{"batch": [1, 64]}``) builds one
     optimization profile per size, splitting the dim's range between them. Default: the example size.
+
+    ``max_partition_weights``: a partition holding more weight bytes is split where it is safe (weight_split.py),
+    so TensorRT builds engines of about this size and a lowering's memory is the model plus one engine's build
+    (default 1 GiB; None: never split).
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class TensorRTPartitioner(Partitioner):
         compile_specs: Mapping[str, object] | None = None,
         opt_sizes: Mapping[str, object] | None = None,
         own_mutable_buffers: bool = True,
+        max_partition_weights: int | None = DEFAULT_MAX_PARTITION_WEIGHTS,
     ):
         super().__init__()
         if min_block_size < 1:
@@ -95,6 +101,10 @@ class TensorRTPartitioner(Partitioner):
         self.report: PartitionReport | None = None
         self.opt_sizes = dict(opt_sizes or {})
         self.own_mutable_buffers = own_mutable_buffers
+        limit = max_partition_weights
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"max_partition_weights must be bytes >= 1 or None, got {limit!r}")
+        self.max_partition_weights = max_partition_weights
         # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
         self._declared: dict[str, tuple] | None = None
         self._source_program = None
@@ -166,8 +176,9 @@ class TensorRTPartitioner(Partitioner):
             n.name for n in calls if n.name in refused and self._would_drop_device(n, refused[n.name], placed)
         )
 
+        weights = weight_bytes(exported_program) if self.max_partition_weights else {}
         while True:  # refusing a symbolic boundary node changes the partitions: group again
-            tags = self._group(gm, calls, refused)
+            tags = self._group(gm, calls, refused, exported_program, weights)
             crossings = symbolic_crossings(calls, tags)
             if not crossings:
                 break
@@ -186,8 +197,9 @@ class TensorRTPartitioner(Partitioner):
         report = PartitionReport(str(self.target_device), placed, decisions, warned)
         return report, tags
 
-    def _group(self, gm, calls: list[Node], refused: dict[str, Reason]) -> dict[str, str]:
-        """Partition tags of the accepted nodes; groups too small or only views are refused (in place)."""
+    def _group(self, gm, calls: list[Node], refused: dict[str, Reason], program, weights) -> dict[str, str]:
+        """Partition tags of the accepted nodes; groups too small or only views are refused (in place); a group
+        holding more than ``max_partition_weights`` bytes of weights is split (weight_split.py)."""
         accepted = [n.name for n in calls if n.name not in refused]
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         proposals = CapabilityBasedPartitioner(
@@ -211,9 +223,10 @@ class TensorRTPartitioner(Partitioner):
                         ReasonCode.VIEW_ONLY, "a partition of only view/shape ops computes nothing"
                     )
                 continue
-            tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
-            for n in nodes:
-                tags[n.name] = tag
+            for piece in split_by_weights(nodes, program, self.max_partition_weights, weights):
+                tag = f"{TAG_PREFIX}{len(set(tags.values()))}"
+                for n in piece:
+                    tags[n.name] = tag
         return tags
 
     # -- the ExecuTorch Partitioner interface -------------------------------------------------
