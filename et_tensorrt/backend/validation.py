@@ -142,7 +142,7 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
     opts.log_severity_level = 3
     try:
         session = onnxruntime_session(export, opts)
-        wanted = {i.name for i in session.get_inputs()}  # an input the graph does not read may be dropped
+        wanted = set(session.input_names)  # an input the graph does not read may be dropped
         feeds = {}
         for info, value in zip(export.inputs, inputs, strict=True):
             if info.is_size:  # fed as a 0-d int64 when the engine takes it, else computed from shapes

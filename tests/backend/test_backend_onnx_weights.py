@@ -124,3 +124,26 @@ def test_a_lowering_through_the_external_path_runs_and_matches_eager(monkeypatch
     ((blob, _),) = tester.lowered_blobs()
     assert "validation_max_abs_error" in blob.metadata and blob.engine is not None
     tester.run_runner().check_parity()
+
+
+def test_onnxruntime_reads_the_weights_in_place():
+    """onnxruntime would copy external initializers into buffers of its own: they are bound as inputs instead."""
+    from executorch.exir import to_edge
+
+    from et_tensorrt.backend.validation import run_onnx
+
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.Linear(2048, 1024)).eval()  # 16 MiB
+    x = torch.randn(2, 1024)
+    ep = edge_to_aten(to_edge(torch.export.export(model, (x,))).exported_program())
+    export = export_onnx(ep)
+    weights = onnx_weights.external_nbytes(export)
+    assert weights > 16 * 2**20
+
+    def anon() -> int:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:"))
+
+    before = anon()
+    (got,) = run_onnx(export, [x])
+    assert anon() - before < weights / 2
+    torch.testing.assert_close(got, model(x).detach(), rtol=1e-4, atol=1e-4)
