@@ -203,6 +203,21 @@ def _deserialize(data: bytes, source: str):
         raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
 
 
+def named_data(pte: bytes) -> dict[str, bytes]:
+    """The named data a program keeps inside its ``.pte`` (key -> bytes; ``named_data="pte"``); a ``.ptd``'s is
+    read by the runtime's data loaders."""
+    check_header(pte)
+    try:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        store = deserialize_pte_binary(bytes(pte)).named_data
+    except Exception as e:  # noqa: BLE001 - as _deserialize
+        raise NotAProgramError(f"input could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
+    if store is None:
+        return {}
+    return {key: bytes(store.buffers[entry.buffer_index]) for key, entry in store.pte_data.items()}
+
+
 def delegate_blobs(pte: bytes, backend_id: str | None = None) -> list[bytes]:
     """The processed bytes of every delegate of ``backend_id`` (default: ours) in a program, in method and
     delegate order: the one way to find blobs in a ``.pte`` (no magic-byte scans)."""

@@ -143,8 +143,11 @@ def run_and_check(
         runner = Runner(data)
         outputs = runner.run(inputs)
     delegates = [d for d in inspection.inspect_bytes(data).method("forward").delegates if d.ours]
+    named = inspection.named_data(data) if any(d.blob is not None and d.blob.named for d in delegates) else {}
     print_plan(runner.last_plan)
-    engines = [_check_engine(i, d.blob, len(delegates), calls, exports, tolerances) for i, d in enumerate(delegates)]
+    engines = [
+        _check_engine(i, d.blob, len(delegates), calls, exports, tolerances, named) for i, d in enumerate(delegates)
+    ]
     result = CheckResult(compare(expected, outputs, tolerances), engines)
     print(
         f"engines: {len(engines)}; ran in TensorRT: {result.engines_executed}; ONNX checked with onnxruntime on "
@@ -175,7 +178,7 @@ def run_and_check(
     return result
 
 
-def _check_engine(index, blob, count, calls, exports, tolerances) -> EngineCheck:
+def _check_engine(index, blob, count, calls, exports, tolerances, named=None) -> EngineCheck:
     from ..backend.validation import run_onnx
     from ..blob import program_digest
     from ..errors import ValidationError
@@ -183,7 +186,7 @@ def _check_engine(index, blob, count, calls, exports, tolerances) -> EngineCheck
     digest = program_digest(blob)
     recorded = exports.get(digest)
     label = recorded.label if recorded is not None else f"engine {index + 1}/{count}"
-    has_engine = blob.engine is not None
+    has_engine = blob.has_engine
     call = next((c for c in calls if c.partition == digest), None)
     executor, reason = ("not called", "") if call is None else (call.executor, call.reason)
     if not has_engine:
@@ -192,7 +195,7 @@ def _check_engine(index, blob, count, calls, exports, tolerances) -> EngineCheck
         return EngineCheck(label, True, executor, reason, None, "the program did not call this partition")
     if recorded is None:
         return EngineCheck(label, True, executor, reason, None, "no ONNX recorded for it in this lowering")
-    expected = call.outputs if call.executor == "pytorch" else _eager(blob, call.inputs)
+    expected = call.outputs if call.executor == "pytorch" else _eager(blob, call.inputs, named)
     # numpy has no bfloat16: onnxruntime hands such outputs back widened to float32.
     expected = [e.float() if e.dtype == torch.bfloat16 else e for e in expected]
     try:
@@ -202,12 +205,12 @@ def _check_engine(index, blob, count, calls, exports, tolerances) -> EngineCheck
     return EngineCheck(label, True, executor, reason, compare(expected, got, tolerances), "")
 
 
-def _eager(blob, inputs: list) -> list:
+def _eager(blob, inputs: list, named=None) -> list:
     """The partition's own program with PyTorch on the host (the reference where TensorRT ran it), loaded by
-    the runtime's safe loader."""
+    the runtime's safe loader (its weights out of the program's named data where they live there)."""
     from ..embedded_program import load_program
 
-    module = load_program(blob).module(check_guards=False)
+    module = load_program(blob, named).module(check_guards=False)
     module.validate_inputs = False  # the Runner's plan checked the inputs against the blob's dim ranges
     with torch.no_grad():
         result = module(*inputs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 
 import torch
 
@@ -67,12 +68,24 @@ def weight_tensor(blob: Blob, entry: WeightEntry) -> torch.Tensor:
     return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
 
 
-def weight_tensors(blob: Blob) -> list[torch.Tensor]:
+def weight_tensors(blob: Blob, named: Mapping[str, bytes] | None = None) -> list[torch.Tensor]:
     """Every WEIGHTS entry, in table order: in the delegate, views of ExecuTorch's buffer (no copy, see
-    Blob.weight_views); from ``read_blob``, copies out of ``blob.data``."""
+    Blob.weight_views); from ``read_blob``, copies out of ``blob.data``, or for an entry that is named data, out of
+    ``named`` (key -> bytes: inspection.named_data of the program)."""
     if blob.weight_views is not None:
         return list(blob.weight_views)
-    return [weight_tensor(blob, w) for w in blob.weights]
+    out = []
+    for index, entry in enumerate(blob.weights):
+        ref = blob.named_weight(index)
+        if ref is None:
+            out.append(weight_tensor(blob, entry))
+            continue
+        data = (named or {}).get(ref.key)
+        if data is None or len(data) != entry.nbytes:
+            _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
+        raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        out.append(raw.view(entry.dtype).as_strided(entry.sizes, entry.strides))
+    return out
 
 
 def _check_values(name: str, t: torch.Tensor) -> None:
@@ -141,11 +154,12 @@ def _deserialize(program, state_dict: dict, constants: dict) -> torch.export.Exp
         _refuse(f"the GRAPH does not deserialize ({type(e).__name__}: {str(e)[:300]})")
 
 
-def load_program(blob: Blob) -> torch.export.ExportedProgram:
-    """The blob's embedded program (GRAPH + WEIGHTS, or a version-1 PROGRAM archive), loaded safely."""
+def load_program(blob: Blob, named: Mapping[str, bytes] | None = None) -> torch.export.ExportedProgram:
+    """The blob's embedded program (GRAPH + WEIGHTS, or a version-1 PROGRAM archive), loaded safely (``named``:
+    the program's named data, for weights that live there)."""
     if blob.graph is not None:
         program = checked_program(blob.graph)
-        weights = weight_tensors(blob)
+        weights = weight_tensors(blob, named)
         tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, weights, strict=True)}
         return _deserialize(program, *bind_weights(program, tensors, strict=True))
     if blob.program is not None:

@@ -94,6 +94,15 @@ py::dict refit_entry_dict(const RefitEntry& e) {
   return out;
 }
 
+py::dict named_entry_dict(const NamedDataEntry& e) {
+  py::dict out;
+  out["target"] = static_cast<int>(e.target);
+  out["index"] = e.index;
+  out["key"] = e.key;
+  out["nbytes"] = e.nbytes;
+  return out;
+}
+
 // A WEIGHTS entry as a tensor over `bytes` (the blob's, or its named data's); the deleter holds `owner` alive.
 at::Tensor weight_view(const WeightEntry& w, const uint8_t* bytes, const std::shared_ptr<const void>& owner) {
   const c10::ScalarType dtype = executorch_to_torch_dtype(w.dtype);
@@ -136,14 +145,7 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
                                                     static_cast<py::ssize_t>(named->engine.size))
                       : slice(blob.engine);
   py::list named_entries;
-  for (const NamedDataEntry& e : blob.named_entries) {
-    py::dict d;
-    d["target"] = static_cast<int>(e.target);
-    d["index"] = e.index;
-    d["key"] = e.key;
-    d["nbytes"] = e.nbytes;
-    named_entries.append(d);
-  }
+  for (const NamedDataEntry& e : blob.named_entries) named_entries.append(named_entry_dict(e));
   out["named_data"] = named_entries;
   out["program"] = slice(blob.program);
   out["graph"] = slice(blob.graph);

@@ -215,3 +215,20 @@ def test_nothing_keeps_a_lowered_models_weights_alive():
     gc.collect()
     assert weight() is None
     torch.testing.assert_close(et_tensorrt.Runner(pte).run([X])[0], _eager(_model(), X))
+
+
+def test_tools_read_named_weights_from_the_program():
+    """Outside the delegate (``check``'s reference, inspection tools) a blob's named weights come out of the
+    program's own named data."""
+    from et_tensorrt.embedded_program import load_program
+    from et_tensorrt.errors import ProgramRefusedError
+    from et_tensorrt.inspection import named_data as program_named_data
+
+    pte = et_tensorrt.lower(_model(), (X,), min_block_size=1, named_data="pte", cache=False)
+    (blob,) = [B.read_blob(b) for b in delegate_blobs(pte)]
+    named = program_named_data(pte)
+    assert {n.key for n in blob.named} <= set(named)
+    out = load_program(blob, named).module()(X)
+    torch.testing.assert_close(out[0] if isinstance(out, (tuple, list)) else out, _eager(_model(), X))
+    with pytest.raises(ProgramRefusedError, match="named data"):
+        load_program(blob)
