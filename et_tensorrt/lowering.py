@@ -12,6 +12,15 @@ import torch
 from .compile_specs import BuildOptions
 from .errors import OptionError
 
+# lower_program's own keywords (everything else is a partitioner option or a BuildOptions field)
+_LOWERING_KEYWORDS = (
+    "dynamic_shapes",
+    "zero_copy_inputs",
+    "zero_copy_outputs",
+    "build_options",
+    "constant_methods",
+    "progress",
+)
 _PARTITIONER_OPTIONS = (
     "target_device",
     "min_block_size",
@@ -42,24 +51,15 @@ def _split_options(options: Mapping[str, Any], build_options: BuildOptions | Non
 
 
 def lower(
-    model: torch.nn.Module | torch.export.ExportedProgram,
-    example_inputs: Sequence[torch.Tensor] = (),
-    *,
-    dynamic_shapes: Any | None = None,
-    zero_copy_inputs: bool = True,
-    zero_copy_outputs: bool = False,
-    build_options: BuildOptions | None = None,
-    constant_methods: Mapping[str, Any] | None = None,
-    progress: Any = None,
-    **options: Any,
+    model: torch.nn.Module | torch.export.ExportedProgram, example_inputs: Sequence[torch.Tensor] = (), **options: Any
 ) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
 
-    ``zero_copy_inputs=True`` leaves method inputs out of ExecuTorch's memory plan, so the runtime
-    (and our delegate) see the caller's own pointers instead of a copy in a planned buffer.
-    ``zero_copy_outputs=True`` leaves method outputs unplanned too: :class:`Runner` then writes them
-    into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates; ExecuTorch's
-    own Python runtime cannot run such a program (it has no memory for the outputs).
+    ``dynamic_shapes``: torch.export's, for a module. ``zero_copy_inputs=True`` leaves method inputs out of
+    ExecuTorch's memory plan, so the runtime (and our delegate) see the caller's own pointers instead of a copy
+    in a planned buffer. ``zero_copy_outputs=True`` leaves method outputs unplanned too: :class:`Runner` then
+    writes them into the caller's ``outputs`` tensors (e.g. on the GPU) or into tensors it allocates;
+    ExecuTorch's own Python runtime cannot run such a program (it has no memory for the outputs).
     Other options go to :class:`TensorRTPartitioner` (``target_device``, ``min_block_size``,
     ``torch_executed_ops``, ``require_full_compilation``, ``opt_sizes``: one TensorRT profile per listed size,
     see docs/dynamic-shapes.md; ``own_mutable_buffers``, default True: the delegate owns the mutable buffers
@@ -68,32 +68,23 @@ def lower(
     :class:`BuildOptions` fields (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``,
     ``workspace_bytes``, ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or
     ``engine-only``, ``named_data``: ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`),
-    given one by one or as
-    ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a constant
-    (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
-    :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a bar
-    on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record them.
-    Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
+    given one by one or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that
+    return a constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there,
+    see :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a
+    bar on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record
+    them. Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
     piece by piece instead.
     """
-    build = _split_options(options, build_options)[1]
+    build = _split_options(
+        {k: v for k, v in options.items() if k not in _LOWERING_KEYWORDS}, options.get("build_options")
+    )[1]
     if build.named_data == "ptd":
         raise OptionError(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
             "(or named_data='pte' for one program in memory)"
         )
-    return lower_program(
-        model,
-        example_inputs,
-        dynamic_shapes=dynamic_shapes,
-        zero_copy_inputs=zero_copy_inputs,
-        zero_copy_outputs=zero_copy_outputs,
-        build_options=build_options,
-        constant_methods=constant_methods,
-        progress=progress,
-        **options,
-    ).buffer
+    return lower_program(model, example_inputs, **options).buffer
 
 
 def lower_program(

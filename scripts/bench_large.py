@@ -51,20 +51,18 @@ LLAMA = dict(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, hidden_dim=8192, m
 TOKENS = [3, 5, 7, 11, 13, 2]
 
 
+def _proc(path: str, key: str) -> int:
+    """A ``kB`` value of /proc/self/status or /proc/meminfo, in bytes."""
+    with open(path) as f:
+        return next((int(line.split()[1]) * 1024 for line in f if line.startswith(key)), 0)
+
+
 def _rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return _proc("/proc/self/status", "VmRSS:")
 
 
 def _available() -> int:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return _proc("/proc/meminfo", "MemAvailable:")
 
 
 # ------------------------------------------------------------------------------------------------ models

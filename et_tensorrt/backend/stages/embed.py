@@ -48,6 +48,25 @@ def _named(job: PartitionJob) -> None:
     job.metadata["named_data"] = job.build.named_data
 
 
+LARGE_BLOB = 512 * 2**20  # bytes of engine and weights in one blob from which named data is suggested
+
+
+def _hint_named_data(job: PartitionJob) -> None:
+    """A blob that carries hundreds of MB is held whole in memory until the program is written (and then read
+    whole by ``lower()``'s bytes): say what keeps a large model's lowering bounded."""
+    size = (len(job.engine) if job.engine is not None else 0) + sum(
+        w.tensor.numel() * w.tensor.element_size() for w in (job.weights if job.graph is not None else ())
+    )
+    if size >= LARGE_BLOB:
+        logger.warning(
+            "%s: its blob holds %.1f GiB of engine and weights, in memory until the program is written; for a "
+            "large model lower with named_data='ptd' and et_tensorrt.save (or `et-tensorrt lower --named-data ptd`): "
+            "they are then written from where they are, once per program",
+            job.label,
+            size / 2**30,
+        )
+
+
 def run(job: PartitionJob) -> None:
     # The embedded program (checked by the runtime's own safe-loader checks).
     if job.program_error is not None:
@@ -63,3 +82,5 @@ def run(job: PartitionJob) -> None:
         job.metadata["weights_mode_dropped"] = f"{weights_mode}: no engine was built, the program is kept"
     if job.build.named_data != "off":
         _named(job)
+    else:
+        _hint_named_data(job)
