@@ -37,6 +37,7 @@ SECTION_WEIGHTS = 6
 SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
 SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
 SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
+SECTION_RECIPE = 10  # how to build the engine on the device: weightless ONNX + initializer recipes (et_tensorrt.recipe)
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
 FLAG_STATE = 1
@@ -169,6 +170,7 @@ class Blob:
     refit_map: bytes | memoryview | None = None
     refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
     states: list = field(default_factory=list)  # et_tensorrt.state_table.StateEntry, as the reader parsed them
+    recipe: object | None = None  # et_tensorrt.recipe.Recipe: the RECIPE section, None without one
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -241,6 +243,7 @@ class Blob:
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
+        from et_tensorrt import recipe as recipe_mod
         from et_tensorrt import refit_map as refit_map_mod
         from et_tensorrt import state_table
 
@@ -254,6 +257,7 @@ class Blob:
             refit_map=payload("refit_map"),
             refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
             states=state_table.from_parsed(parsed.get("states") or []),
+            recipe=recipe_mod.Recipe.from_parsed(parsed.get("recipe"), copy=copy),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
@@ -419,19 +423,23 @@ def write_blob(
     weights: Sequence[Weight] = (),
     refit_map: bytes | None = None,
     state: bytes | None = None,
+    recipe: bytes | None = None,
     metadata: dict | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
     """A version-3 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
     REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
-    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers."""
+    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers;
+    ``recipe``: the RECIPE payload (et_tensorrt.recipe.encode), whose initializers are rebuilt from WEIGHTS."""
     if graph is None and weights:
         raise BlobFormatError("WEIGHTS without a GRAPH: the weights belong to the embedded program")
     if graph is None and engine is None:
         raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
     if refit_map is not None and (engine is None or graph is None):
         raise BlobFormatError("a REFIT_MAP needs the ENGINE it refits and the WEIGHTS it refits it from")
+    if recipe is not None and graph is None:
+        raise BlobFormatError("a RECIPE needs the WEIGHTS its initializers are rebuilt from")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
     if engine is not None:
         sections.append((SECTION_ENGINE, engine))
@@ -442,9 +450,27 @@ def write_blob(
         sections.append((SECTION_REFIT_MAP, refit_map))
     if state is not None:
         sections.append((SECTION_STATE, state))
+    if recipe is not None:
+        sections.append((SECTION_RECIPE, recipe))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
     return write_sections(sections, exec_device_type, exec_device_index, flags=FLAG_STATE if state is not None else 0)
+
+
+def replace_sections(data: bytes, changes: dict[int, bytes | None]) -> bytes:
+    """``data`` (a blob the reader accepts) with the sections in ``changes`` replaced, added, or (None) removed,
+    written again as version 3 (its DIGESTS recomputed); the header's execution device and flags are kept."""
+    read_blob(data)  # refuse a damaged blob before copying any of it
+    flags = struct.unpack_from("<H", data, 6)[0]
+    exec_type, exec_index = struct.unpack_from("<bb", data, 24)
+    count = struct.unpack_from("<I", data, 12)[0]
+    sections = []
+    for i in range(count):
+        kind, _, offset, size = _SECTION.unpack_from(data, HEADER_SIZE + SECTION_ENTRY_SIZE * i)
+        if kind != SECTION_DIGESTS and kind not in changes:
+            sections.append((kind, data[offset : offset + size]))
+    sections += [(kind, payload) for kind, payload in changes.items() if payload is not None]
+    return write_sections(sections, exec_type, exec_index, flags=flags)
 
 
 # --------------------------------------------------------------------------------------------- reader

@@ -32,6 +32,7 @@ WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
 CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
+DEVICE_BUILD = "et_tensorrt.device_build"  # b"1" | b"0": a RECIPE in each blob, to build the engine on the device
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -180,6 +181,17 @@ class BuildOptions:
         _flag("cache"),
         _flag_text,
         shapes_engine=False,
+    )
+
+    device_build: bool = _option(
+        DEVICE_BUILD,
+        True,
+        "carry a build recipe in each blob (the ONNX graph without weight bytes, initializers rebuilt from the "
+        "program's weights): a GPU the ahead-of-time engine does not run on builds its own engine at load time "
+        "with the TensorRT installed there (docs/blob-format.md, RECIPE)",
+        _flag("device_build"),
+        _flag_text,
+        shapes_engine=False,  # the ahead-of-time engine is the same; the cache entry keeps the recipe too
     )
 
     weights: str = _option(

@@ -356,6 +356,15 @@ def format_delegate(d: DelegateInfo) -> list:
         f"{meta.get('precision', '?')}, targets {', '.join(targets) if targets else 'default (builder)'}, "
         f"ONNX opset {meta.get('onnx_opset', '?')}, {meta.get('nodes', '?')} node(s)"
     )
+    recipe = b.recipe
+    if recipe is not None and not recipe.usable:
+        lines.append(f"  build recipe: layout version {recipe.version}, newer than this et_tensorrt reads")
+    elif recipe is not None:
+        raw = sum(s.nbytes for e in recipe.entries for s in e.steps if s.op == 2)  # refit_map.RAW
+        lines.append(
+            f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) rebuilt from "
+            f"WEIGHTS ({_kib(raw)} raw); a GPU its engine does not run on builds one (et-tensorrt prepare)"
+        )
     if meta.get("profile_max_picked"):
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
     rows = [("role", "name", "device", "spec (dynamic dims: min..max (opt))")]

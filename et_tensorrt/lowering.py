@@ -61,7 +61,8 @@ def lower(
     see docs/dynamic-shapes.md; ``own_mutable_buffers``, default True: the delegate owns the mutable buffers
     its partitions update, such as KV caches, see docs/stateful-decode.md) or are :class:`BuildOptions` fields
     (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``, ``workspace_bytes``,
-    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``), given one by one
+    ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or ``engine-only``, ``device_build``:
+    a RECIPE in each blob so a GPU the engine does not run on builds its own, default True), given one by one
     or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that return a
     constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there, see
     :func:`et_tensorrt.llm.llm_methods`).

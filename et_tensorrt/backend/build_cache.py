@@ -7,11 +7,13 @@ local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_V
 the ONNX export, onnxruntime validation and the TensorRT build; the entry carries everything else the blob
 needs from the export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
 
-One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then a JSON header, then the engine; a sha256 of both
-sits in ``_HEAD``). Writes go to a temp file in the same folder and are renamed into place (``os.replace``),
-so a reader sees a whole entry or none; an entry that fails its checks is a miss and is removed. The folder
-is bounded (:func:`max_bytes`): after each store the least recently used entries go (a hit touches the
-entry's mtime, the LRU clock).
+One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then a JSON header, then the engine, then the partition's
+RECIPE when the lowering made one (its length in the header); a sha256 of all of it sits in ``_HEAD``). The
+engines the device builds (et_tensorrt.runtime.device_build) are entries of the same folder and layout, keyed by
+the partition, the GPU and the TensorRT that built them. Writes go to a temp file in the same folder and are
+renamed into place (``os.replace``), so a reader sees a whole entry or none; an entry that fails its checks is
+a miss and is removed. The folder is bounded (:func:`max_bytes`): after each store the least recently used
+entries go (a hit touches the entry's mtime, the LRU clock).
 
 Location: ``ET_TENSORRT_CACHE_DIR``, default ``~/.cache/et_tensorrt/engines``; limit:
 ``ET_TENSORRT_CACHE_MAX_BYTES`` (bytes, or with a K/M/G/T suffix; 0 stores nothing).
@@ -42,14 +44,15 @@ logger = logging.getLogger("et_tensorrt")
 ENV_CACHE_DIR = "ET_TENSORRT_CACHE_DIR"
 ENV_CACHE_MAX_BYTES = "ET_TENSORRT_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 10 * 2**30
-FORMAT_VERSION = 1  # bump when the key's inputs or the entry layout change: old entries then simply miss
+FORMAT_VERSION = 2  # bump when the key's inputs or the entry layout change: old entries then simply miss
 SUFFIX = ".etrc"
 LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
 _TEMP_PREFIX = ".tmp-"
 _STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 
 _MAGIC = b"ETRTCACH"
-_HEAD = struct.Struct("<8sIIQ32s")  # magic, format version, header length, engine length, sha256(header+engine)
+# magic, format version, header length, payload length (engine + recipe), sha256(header + payload)
+_HEAD = struct.Struct("<8sIIQ32s")
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
@@ -196,6 +199,7 @@ class Entry:
     onnx_sha256: str = ""  # digest of the ONNX the engine was built from
     validation: dict | None = None  # the onnxruntime validation outcome, when it ran
     info: dict = field(default_factory=dict)  # what it is, for `cache list`: source, label, nodes, ops, inputs
+    recipe: bytes | None = None  # the partition's RECIPE section (device_build), None when it was made without one
 
 
 @dataclass(frozen=True)
@@ -233,12 +237,16 @@ def _encode(entry: Entry) -> bytes:
             "onnx_sha256": entry.onnx_sha256,
             "validation": entry.validation,
             "info": entry.info,
+            "recipe_len": None if entry.recipe is None else len(entry.recipe),
         },
         sort_keys=True,
     ).encode("utf-8")
+    recipe = entry.recipe or b""
     digest = hashlib.sha256(header)
     digest.update(entry.engine)
-    return _HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), len(entry.engine), digest.digest()) + header + entry.engine
+    digest.update(recipe)
+    head = _HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), len(entry.engine) + len(recipe), digest.digest())
+    return head + header + entry.engine + recipe
 
 
 class _Corrupt(Exception):
@@ -273,6 +281,11 @@ def _discard(path: Path, why: str) -> None:
         path.unlink()
 
 
+def discard(key: str, why: str) -> None:
+    """Removes ``key``'s entry as bad (a caller's own check failed): it is built again."""
+    _discard(_path(key), why)
+
+
 def load(key: str) -> Entry | None:
     """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss."""
     path = _path(key)
@@ -299,14 +312,19 @@ def load(key: str) -> Entry | None:
             raise _Corrupt("checksum mismatch")
         if header.get("key") != key:
             raise _Corrupt(f"holds the key {str(header.get('key'))[:16]}..., not its file name's")
+        recipe_len = header["recipe_len"]
+        if recipe_len is not None and not 0 < int(recipe_len) <= len(engine):
+            raise _Corrupt(f"recipe length {recipe_len} outside its payload")
+        recipe = None if recipe_len is None else engine[len(engine) - int(recipe_len) :]
         entry = Entry(
             key=key,
-            engine=engine,
+            engine=engine if recipe is None else engine[: len(engine) - len(recipe)],
             io=_io_from_json(header["io"]),
             metadata=dict(header["metadata"]),
             onnx_sha256=str(header["onnx_sha256"]),
             validation=header["validation"],
             info=dict(header["info"]),
+            recipe=recipe,
         )
     except (_Corrupt, KeyError, TypeError, ValueError) as exc:
         _discard(path, str(exc) if isinstance(exc, _Corrupt) else f"malformed header ({exc!r})")
@@ -412,7 +430,7 @@ def entries() -> list[EntryInfo]:
                 size=st.st_size,
                 last_used=st.st_mtime,
                 created=float(created) if isinstance(created, (int, float)) else st.st_mtime,
-                engine_bytes=engine_len,
+                engine_bytes=engine_len - int(header.get("recipe_len") or 0),
                 info=info,
             )
         )

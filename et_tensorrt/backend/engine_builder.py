@@ -1,4 +1,7 @@
-"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine."""
+"""Parse an ONNX model with TensorRT's ONNX parser and build a serialized engine: the one builder, used by
+lowering (the ONNX export's bytes) and on the device (et_tensorrt.runtime.device_build: the RECIPE's graph,
+its initializers handed to the parser from the blob's WEIGHTS). Imports neither ONNX nor ExecuTorch at load
+time (the runtime imports it where ``onnx`` is not installed)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ class BuildSettings:
     # weights="refit": a weight-stripped engine (STRIP_PLAN) that assumes the refit weights are the build's
     # (REFIT_IDENTICAL, so TensorRT still optimizes with their values); the blob's REFIT_MAP restores them.
     strip_weights: bool = False
+    flavour: str | None = None  # the TensorRT flavour that builds (et_tensorrt.trt); None: lowering's default
 
 
 @dataclass
@@ -44,13 +48,20 @@ def profile_shapes(export: OnnxExport) -> list[list[tuple]]:
     return shapes
 
 
+def _origin(export: OnnxExport, node_name: str) -> str | None:
+    try:
+        return onnx_node_origin(export.model_bytes, node_name) if node_name else None
+    except ImportError:  # on the device without the onnx package: the parser's own words only
+        return None
+
+
 def _parser_errors(parser, export: OnnxExport) -> str:
     lines = []
     for i in range(parser.num_errors):
         err = parser.get_error(i)
         op = err.node_operator() or "?"
         name = err.node_name() or f"#{err.node()}"
-        origin = onnx_node_origin(export.model_bytes, err.node_name()) if err.node_name() else None
+        origin = _origin(export, err.node_name())
         where = f" from {origin}" if origin else ""
         lines.append(f"ONNX op {op} (node {name}{where}): {err.desc()}")
     return "; ".join(lines)
@@ -58,7 +69,10 @@ def _parser_errors(parser, export: OnnxExport) -> str:
 
 def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     """Ops of the ONNX graph the parser says it cannot take (best effort, for messages)."""
-    import onnx
+    try:
+        import onnx
+    except ImportError:
+        return []
 
     model = onnx.load_from_string(export.model_bytes)
     bad = []
@@ -71,16 +85,38 @@ def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     return bad
 
 
-def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
-    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected."""
-    t = trt.module()
-    log = trt.CollectingLogger.create()
-    builder = t.Builder(log)
-    network = builder.create_network(trt.network_flags())
-    parser = t.OnnxParser(network, log)
-    if not parser.parse(export.model_bytes):
+def _parse(parser, export: OnnxExport, initializers) -> bool:
+    """The ONNX model into the parser's network: its bytes whole, or (``initializers``: name -> contiguous host
+    tensor) a graph whose initializers carry no bytes, each handed over from memory (TensorRT reads it while
+    parsing and building: the caller keeps the tensors alive until the build returns)."""
+    if initializers is None:
+        return parser.parse(export.model_bytes)
+    if not parser.load_model_proto(export.model_bytes):
+        return False
+    for name, tensor in initializers.items():
+        if not parser.load_initializer(name, tensor.data_ptr(), tensor.numel() * tensor.element_size()):
+            raise EngineBuildError(
+                f"TensorRT's ONNX parser refused initializer {name!r} ({tensor.dtype}, {tuple(tensor.shape)}): "
+                "the recipe's graph does not declare it with this size"
+            )
+    return parser.parse_model_proto()
+
+
+def build_network_engine(export: OnnxExport, settings: BuildSettings, initializers=None) -> bytes:
+    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected. ``initializers``: see _parse."""
+    flavour = trt.get(settings.flavour) if settings.flavour else trt.default()
+    if flavour is None or not flavour.can_build:
         raise EngineBuildError(
-            f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}"
+            f"no {settings.flavour} builder can be imported here ({trt.import_error(settings.flavour)})"
+        )
+    t = flavour.module
+    log = trt.CollectingLogger.create(t)
+    builder = t.Builder(log)
+    network = builder.create_network(flavour.network_flags())
+    parser = t.OnnxParser(network, log)
+    if not _parse(parser, export, initializers):
+        raise EngineBuildError(
+            f"TensorRT ({flavour.name} {flavour.version}) rejected the partition: {_parser_errors(parser, export)}"
         )
 
     # The network must take/return exactly what the partition does (catches silent narrowing).
@@ -99,24 +135,24 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
                     f"TensorRT {kind} {info.name!r} has dtype {tensor.dtype.name}, the partition {info.dtype}"
                 )
 
-    _check_aliases(network, export, t)
+    _check_aliases(network, export, t, flavour)
     config = builder.create_builder_config()
     if settings.workspace_bytes:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
     if settings.strip_weights:
         for flag in ("STRIP_PLAN", "REFIT_IDENTICAL"):
-            if not hasattr(t.BuilderFlag, flag):
+            try:
+                config.set_flag(flavour.builder_flag(flag))
+            except EngineBuildError as e:
                 raise EngineBuildError(
-                    f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
-                    "weight-stripped engines; lower with weights='both'"
-                )
-            config.set_flag(getattr(t.BuilderFlag, flag))
+                    f"{e}: it cannot build weight-stripped engines; lower with weights='both'"
+                ) from e
     if settings.target_archs:
-        if not trt.supports_target_archs():
-            raise EngineBuildError(f"{trt.flavour()} {trt.version()} cannot build for explicit target architectures")
+        if not flavour.supports_target_archs():
+            raise EngineBuildError(f"{flavour.name} {flavour.version} cannot build for explicit target architectures")
         config.num_compute_capabilities = len(settings.target_archs)
         for i, arch in enumerate(settings.target_archs):
-            if not config.set_compute_capability(trt.compute_capability(arch), i):
+            if not config.set_compute_capability(flavour.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
     inputs = export.engine_inputs
     shape_inputs = [
@@ -153,7 +189,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
             # Measured with TensorRT-RTX 1.7.1: any refittable build (STRIP_PLAN, REFIT, REFIT_IDENTICAL, or
             # weights marked refittable) JIT-compiles through Myelin, which needs a CUDA device.
             raise EngineBuildError(
-                f"{trt.flavour()} {trt.version()} cannot build a weight-stripped (refittable) engine without a GPU "
+                f"{flavour.name} {flavour.version} cannot build a weight-stripped (refittable) engine without a GPU "
                 "(its builder needs CUDA for refittable weights); lower with weights='both' or 'engine-only' here, "
                 "or lower with weights='refit' on a machine with a GPU"
                 + (f" (TensorRT said: {'; '.join(errors)})" if errors else "")
@@ -161,13 +197,13 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
         bad = _unsupported_ops(export, parser)
         ops = f" (ops TensorRT reports unsupported: {', '.join(bad)})" if bad else ""
         raise EngineBuildError(
-            f"TensorRT ({trt.flavour()} {trt.version()}) could not build the engine{ops}: "
+            f"TensorRT ({flavour.name} {flavour.version}) could not build the engine{ops}: "
             + ("; ".join(errors) if errors else "no error message")
         )
     return bytes(serialized)
 
 
-def _check_aliases(network, export: OnnxExport, t) -> None:
+def _check_aliases(network, export: OnnxExport, t, flavour) -> None:
     """Each in-place state's output must come from an IKVCacheUpdateLayer over its own input: only then does the
     engine alias them (the runtime binds one buffer to both and checks ``get_aliased_input_tensor``)."""
     if not export.aliased:
@@ -181,8 +217,8 @@ def _check_aliases(network, export: OnnxExport, t) -> None:
     for output, cache in export.aliased.items():
         if made.get(output) != cache:
             raise EngineBuildError(
-                f"TensorRT ({trt.flavour()} {trt.version()}) did not make the state write {output!r} a KV-cache update "
-                f"of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32, or report the model"
+                f"TensorRT ({flavour.name} {flavour.version}) did not make the state write {output!r} a KV-cache "
+                f"update of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32 or report the model"
             )
 
 
@@ -195,8 +231,9 @@ def _cuda_available() -> bool:
         return False
 
 
-def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:
-    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX)."""
+def build_engine(export: OnnxExport, settings: BuildSettings, initializers=None) -> BuildResult:
+    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX; the
+    device build in its engine cache)."""
     start = time.perf_counter()
-    engine = build_network_engine(export, settings)
+    engine = build_network_engine(export, settings, initializers)
     return BuildResult(engine, time.perf_counter() - start)

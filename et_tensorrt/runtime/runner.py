@@ -20,6 +20,7 @@ import torch
 
 from .. import _C
 from ..errors import RunnerError
+from .device_build import policy
 
 # ExecuTorch's CPU kernels (for the ops our delegate does not take). Its static initializers register them into
 # libexecutorch.so; ExecuTorch's own Python binding links the same library (same soname), so whichever loads it
@@ -81,7 +82,21 @@ def record_plans() -> _C.PlanRecording:
 
 
 class Runner:
-    def __init__(self, program: str | os.PathLike | bytes | bytearray | memoryview, *, verify: bool = True):
+    """``prepare``: whether loading a method may build a TensorRT engine for this GPU when a blob's own engine
+    does not run here (et_tensorrt.runtime.device_build): ``"auto"`` / True (use the engine cache, else build,
+    with one log line naming the time), ``"cache"`` / False (a prepared engine only: ``et-tensorrt prepare``),
+    ``"off"`` (the blobs' own engines only); None (default): ``ET_TENSORRT_PREPARE``, unset meaning auto."""
+
+    def __init__(
+        self,
+        program: str | os.PathLike | bytes | bytearray | memoryview,
+        *,
+        verify: bool = True,
+        prepare: bool | str | None = None,
+    ):
+        from .device_build import check_policy
+
+        self._prepare = None if prepare is None else check_policy(prepare)
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
             self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes
@@ -91,7 +106,8 @@ class Runner:
                 raise FileNotFoundError(f"no program at {path!r}")
             self._source, self._from = path, _C.ProgramRunner.from_file
         self._verify = verify
-        self._native = self._from(self._source, verify)
+        with policy(self._prepare):
+            self._native = self._from(self._source, verify)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
         self.last_plan: _C.MethodPlan | None = None
@@ -113,7 +129,7 @@ class Runner:
         native = self._require()
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
-        with self._lock:
+        with self._lock, policy(self._prepare):  # a method loads on its first call: its delegates choose then
             try:
                 results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
             finally:
@@ -134,7 +150,8 @@ class Runner:
         with self._lock:
             self._native = None
             del native  # the old methods (and their delegates' device state) go before the new ones load
-            self._native = self._from(self._source, self._verify)
+            with policy(self._prepare):
+                self._native = self._from(self._source, self._verify)
             self.last_plan = None
             self.outputs_written_in_place = []
 

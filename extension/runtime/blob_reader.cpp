@@ -25,6 +25,7 @@ enum SectionKind : uint32_t {
   kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
   kState = 8,     // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
   kDigests = 9,   // version 3 on: a CRC-32 of every other section, checked before any of them is read
+  kRecipe = 10,   // version 2 on: how to build the engine on the device (et_tensorrt/recipe.py)
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -278,11 +279,13 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
 // name, rank x i64 sizes, steps), then RAW data. Each step: u8 op, u8 argument, u16 reserved, operands.
 constexpr uint16_t kMaxRefitSteps = 64;
 
-std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count) {
-  Reader r(section.data, section.size, "REFIT_MAP");
+// `region` names the map in errors: "REFIT_MAP", or "RECIPE map" (the same encoding inside a RECIPE).
+std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count, const char* region) {
+  Reader r(section.data, section.size, region);
+  const std::string name = region;
   const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail("REFIT_MAP reserved field is not zero");
-  if (count > r.remaining() / 8) fail("REFIT_MAP declares " + std::to_string(count) + " entries, more than it holds");
+  if (r.read<uint32_t>() != 0) fail(name + " reserved field is not zero");
+  if (count > r.remaining() / 8) fail(name + " declares " + std::to_string(count) + " entries, more than it holds");
   auto weight_index = [&](const std::string& what) {
     const uint32_t i = r.read<uint32_t>();
     if (i >= weight_count)
@@ -294,7 +297,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   std::set<std::string> names;
   std::vector<std::pair<size_t, size_t>> raw;  // (entry, step) of RAW steps, checked once the table's end is known
   for (uint32_t i = 0; i < count; ++i) {
-    std::string what = "REFIT_MAP entry " + std::to_string(i);
+    std::string what = name + " entry " + std::to_string(i);
     RefitEntry e;
     const uint16_t name_len = r.read<uint16_t>();
     const uint8_t dtype = r.read<uint8_t>();
@@ -403,7 +406,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   for (const auto& [i, k] : raw) {
     const RefitStep& st = entries[i].steps[k];
     if (st.nbytes != 0 && (st.offset < table_end || st.offset > section.size || st.nbytes > section.size - st.offset)) {
-      fail("REFIT_MAP entry " + std::to_string(i) + " ('" + entries[i].name + "') raw data lies outside the section");
+      fail(name + " entry " + std::to_string(i) + " ('" + entries[i].name + "') raw data lies outside the section");
     }
   }
   return entries;
@@ -481,6 +484,41 @@ std::vector<StateEntry> read_state_table(const ByteSpan& section) {
   return states;
 }
 
+// RECIPE: u32 version, u32 reserved, u32 header_len, u32 reserved, u64 graph_len, u64 map_len, then the header
+// (UTF-8 JSON) at 32, the graph and the map each at the next 64-aligned offset of the payload, nothing after.
+constexpr size_t kRecipeHeadSize = 32;
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+Recipe read_recipe(const ByteSpan& section, size_t weight_count) {
+  Reader r(section.data, section.size, "RECIPE");
+  Recipe recipe;
+  recipe.version = r.read<uint32_t>();
+  if (recipe.version == 0) fail("RECIPE has version 0");
+  if (r.read<uint32_t>() != 0) fail("RECIPE reserved field is not zero");
+  if (!recipe.parsed()) return recipe;  // a newer layout: kept unparsed, the blob stays usable without it
+  const uint32_t header_len = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("RECIPE reserved field is not zero");
+  const uint64_t graph_len = r.read<uint64_t>();
+  const uint64_t map_len = r.read<uint64_t>();
+  const uint64_t size = section.size;
+  const uint64_t graph_at = align64(kRecipeHeadSize + header_len);  // header_len < 2^32: no overflow
+  if (graph_len > size || graph_at > size - graph_len) fail("RECIPE graph lies outside the section");
+  const uint64_t map_at = align64(graph_at + graph_len);
+  if (map_len > size || map_at > size || map_len != size - map_at) {
+    fail("RECIPE map does not end the section (" + std::to_string(size) + " bytes)");
+  }
+  if (header_len == 0 || graph_len == 0) fail("RECIPE has an empty header or graph");
+  recipe.header = ByteSpan{section.data + kRecipeHeadSize, header_len, true};
+  recipe.graph = ByteSpan{section.data + graph_at, static_cast<size_t>(graph_len), true};
+  recipe.map = ByteSpan{section.data + map_at, static_cast<size_t>(map_len), true};
+  if (!valid_utf8(std::string(reinterpret_cast<const char*>(recipe.header.data), recipe.header.size))) {
+    fail("RECIPE header is not UTF-8");
+  }
+  recipe.entries = read_refit_map(recipe.map, weight_count, "RECIPE map");
+  return recipe;
+}
+
 // The guards index the delegate's inputs: each must name an input that exists (a tensor), and a length dim of it.
 void check_state_guards(const DelegateBlob& blob) {
   for (size_t i = 0; i < blob.states.size(); ++i) {
@@ -498,8 +536,8 @@ void check_state_guards(const DelegateBlob& blob) {
 }
 
 std::string section_name(uint32_t kind) {
-  static const char* const names[] = {"",      "IO_TABLE", "ENGINE",    "PROGRAM", "METADATA",
-                                      "GRAPH", "WEIGHTS",  "REFIT_MAP", "STATE",   "DIGESTS"};
+  static const char* const names[] = {"",        "IO_TABLE",  "ENGINE", "PROGRAM", "METADATA", "GRAPH",
+                                      "WEIGHTS", "REFIT_MAP", "STATE",  "DIGESTS", "RECIPE"};
   return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
 }
 
@@ -628,6 +666,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kState:
         if (v2) blob.state = span;
         break;
+      case kRecipe:
+        if (v2) blob.recipe_section = span;
+        break;
       default:
         break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
@@ -648,7 +689,13 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       fail("has a REFIT_MAP without both the ENGINE and the WEIGHTS it maps between");
     }
     if (blob.weights.present) blob.weight_entries = read_weights(blob.weights, weights_offset);
-    if (blob.refit_map.present) blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size());
+    if (blob.recipe_section.present && !blob.weights.present) {
+      fail("has a RECIPE without the WEIGHTS its initializers are rebuilt from");
+    }
+    if (blob.refit_map.present) {
+      blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size(), "REFIT_MAP");
+    }
+    if (blob.recipe_section.present) blob.recipe = read_recipe(blob.recipe_section, blob.weight_entries.size());
     if (blob.state.present != ((flags & kFlagState) != 0)) {
       fail(blob.state.present ? "has a STATE section without the header's state flag"
                               : "has the header's state flag without a STATE section");

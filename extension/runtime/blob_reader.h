@@ -1,4 +1,4 @@
-// The delegate blob (docs/blob-format.md, versions 1 and 2): what preprocess wrote for one partition.
+// The delegate blob (docs/blob-format.md, versions 1 to 3): what preprocess wrote for one partition.
 // This is the one reader: the runtime parses with it and Python's et_tensorrt.blob.read_blob wraps it.
 // Parsing validates every count, offset and length before reading; a damaged blob is a BlobFormatError,
 // never an out-of-bounds read.
@@ -108,22 +108,38 @@ struct ByteSpan {
   bool present = false;  // the section is in the blob (it may still be empty)
 };
 
+// RECIPE (docs/blob-format.md): what a TensorRT builder on the device needs to build the partition there (its
+// ONNX graph without weight bytes, a recipe per initializer over WEIGHTS, the build header). Only layout version
+// kRecipeVersion is parsed; a newer one is kept as `version` with empty parts (the device build then says why).
+constexpr uint32_t kRecipeVersion = 1;
+
+struct Recipe {
+  uint32_t version = 0;  // 0: the blob has no RECIPE
+  ByteSpan header;       // UTF-8 JSON: the engine's I/O, profiles, precision, options, the ahead-of-time engine
+  ByteSpan graph;        // ONNX ModelProto whose initializers carry no bytes
+  ByteSpan map;          // the initializers' recipes, in REFIT_MAP's encoding (RAW offsets from its own start)
+  std::vector<RefitEntry> entries;
+  bool parsed() const { return version == kRecipeVersion; }
+};
+
 struct DelegateBlob {
   uint16_t version = 0;
   bool digests_verified = false;  // version 3: every section matched its DIGESTS entry (version 1-2: none)
   EtDevice execution_device{EtDeviceType::CUDA, 0};
   std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
-  ByteSpan engine;     // serialized TensorRT engine; absent when the build was left to PyTorch
-  ByteSpan program;    // version 1 only: torch.export.save archive of the partition
-  ByteSpan graph;      // version 2: torch.export JSON of the partition's aten program
-  ByteSpan weights;    // version 2: the WEIGHTS section (table + data), described by `weight_entries`
-  ByteSpan refit_map;  // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
-  ByteSpan metadata;   // UTF-8 JSON, informational
-  ByteSpan state;      // the STATE section, parsed into `states`
+  ByteSpan engine;          // serialized TensorRT engine; absent when the build was left to PyTorch
+  ByteSpan program;         // version 1 only: torch.export.save archive of the partition
+  ByteSpan graph;           // version 2: torch.export JSON of the partition's aten program
+  ByteSpan weights;         // version 2: the WEIGHTS section (table + data), described by `weight_entries`
+  ByteSpan refit_map;       // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
+  ByteSpan metadata;        // UTF-8 JSON, informational
+  ByteSpan state;           // the STATE section, parsed into `states`
+  ByteSpan recipe_section;  // the RECIPE section, parsed into `recipe`
   std::vector<WeightEntry> weight_entries;
   std::vector<RefitEntry> refit_entries;  // REFIT_MAP parsed
   std::vector<StateEntry> states;         // STATE parsed
+  Recipe recipe;                          // RECIPE parsed
 };
 
 // Parses `data[0, size)`; the returned spans point into that buffer, so it must outlive the result.

@@ -14,15 +14,17 @@ metadata       yes       build, settings, device, n_nodes            metadata (t
 cache_lookup   yes       aten_ep, engine_ep, recorded, states,       program, program_error, key, entry,
                          build, options                              from_cache, dynamic_dims, [export];
                                                                      a hit: engine, io_entries, state bindings,
-                                                                     metadata, stats["cache_hits"]
+                                                                     recipe, metadata, stats["cache_hits"]
 to_onnx        no        engine_ep, states, build, dynamic_dims      export, state bindings, export_metadata,
                                                                      metadata
 validate       no        aten_ep, engine_ep, export, states,         validation, metadata; a refusal: fallback,
                          build                                       stats["fallbacks"]
+recipe         no        build.device_build, export, program,        recipe, recipe_map, metadata
+                         aten_ep, settings, fallback
 build          no        export, settings, key, program_error,       engine, io_entries, metadata, the cache
-                         validation, export_metadata                 entry; stats["built"] or a fallback
-embed          yes       program, program_error, engine, export,     graph, weights, refit, metadata
-                         build.weights
+                         validation, export_metadata, recipe         entry; stats["built"] or a fallback
+embed          yes       program, program_error, engine, export,     graph, weights, refit, recipe, metadata
+                         build.weights, recipe, recipe_map
 serialize      yes       everything above                            blob; the record_exports() maps
 =============  ========  ==========================================  ============================================
 """
@@ -39,6 +41,7 @@ from et_tensorrt.backend.stages import (
     lift_state,
     metadata,
     options,
+    recipe,
     serialize,
     to_aten,
     to_onnx,
@@ -62,6 +65,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("cache_lookup", cache_lookup.run, on_cache_hit=True),
     Stage("to_onnx", to_onnx.run, on_cache_hit=False),
     Stage("validate", validate.run, on_cache_hit=False),
+    Stage("recipe", recipe.run, on_cache_hit=False),
     Stage("build", build.run, on_cache_hit=False),
     Stage("embed", embed.run, on_cache_hit=True),
     Stage("serialize", serialize.run, on_cache_hit=True),

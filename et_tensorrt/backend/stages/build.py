@@ -111,5 +111,6 @@ def run(job: PartitionJob) -> None:
                 onnx_sha256=hashlib.sha256(export.model_bytes).hexdigest(),
                 validation=job.validation,
                 info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
+                recipe=job.recipe,
             )
         )

@@ -89,7 +89,7 @@ def _cache_key(
 def _serve(job: PartitionJob, lookup_s: float) -> None:
     """A hit: the engine, I/O table, state bindings and metadata from the cache entry."""
     entry = job.entry
-    job.engine, job.io_entries = entry.engine, entry.io
+    job.engine, job.io_entries, job.recipe = entry.engine, entry.io, entry.recipe
     for state, (input_name, output_name) in zip(job.states, entry.metadata.get("state_bindings", [])):
         state.input_name, state.output_name = input_name, output_name
     job.metadata.update(entry.metadata, cache_seconds=round(lookup_s, 3))
@@ -117,6 +117,8 @@ def run(job: PartitionJob) -> None:
     entry = build_cache.load(key) if key is not None else None
     if entry is not None and build.validate and entry.validation is None:
         entry = None  # built without the onnxruntime check this lowering asks for: build again, checked
+    if entry is not None and build.device_build and entry.recipe is None:
+        entry = None  # stored by a lowering without a recipe: build again, with one
     job.dynamic_dims = decode_dynamic_dims(job.options.get(cs.DYNAMIC_DIMS, ""))
     if entry is not None and (_recorders or build.weights == "refit"):
         # `et-tensorrt check` runs each engine's ONNX, and a REFIT_MAP is derived from its initializers:

@@ -86,6 +86,9 @@ class PartitionJob:
     # validate
     validation: dict | None = None
     fallback: str | None = None  # why the partition is left to the host (validate or build)
+    # recipe (or cache_lookup, on a hit)
+    recipe: bytes | None = None  # the RECIPE section (build.device_build)
+    recipe_map: RefitPlan | None = None  # its initializer map (a weights="refit" REFIT_MAP reuses it)
     # build (or cache_lookup, on a hit)
     engine: bytes | None = None
     io_entries: list[blob_mod.IOEntry] = field(default_factory=list)

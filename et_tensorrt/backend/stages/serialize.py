@@ -1,6 +1,6 @@
 """Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/blob.py ``write_blob``) with the I/O table,
-engine, embedded program, REFIT_MAP, STATE table and metadata; a REFIT_MAP is verified against the written
-blob, and the export is recorded for the active ``record_exports()``."""
+engine, embedded program, REFIT_MAP, STATE table, RECIPE and metadata; a REFIT_MAP and a RECIPE are verified
+against the written blob, and the export is recorded for the active ``record_exports()``."""
 
 from __future__ import annotations
 
@@ -54,12 +54,17 @@ def run(job: PartitionJob) -> None:
         weights=job.weights,
         refit_map=job.refit.payload if job.refit is not None else None,
         state=state_table(job.states) if job.states else None,
+        recipe=job.recipe,
         metadata=job.metadata,
         exec_device_type=exec_type,
         exec_device_index=exec_index,
     )
     if job.refit is not None:
         _verify_refit(job.export, data)
+    if job.recipe is not None and job.export is not None:  # a hit's recipe was verified when it was stored
+        from et_tensorrt.backend.recipe_derivation import verify_written
+
+        verify_written(job.export.model_bytes, blob_mod.read_blob(data))
     if _recorders:
         digest = blob_mod.program_digest(blob_mod.read_blob(data))
         for exports in _recorders:
