@@ -54,10 +54,17 @@ class Recipe:
     map: bytes | memoryview = b""
     entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the C++ reader parsed them
     header_bytes: bytes = b""  # the header as stored (the engine cache keys on it)
+    error: str = ""  # why a recipe of this version is unusable anyway (a header that is not a JSON object)
 
     @property
     def usable(self) -> bool:
-        return self.version == VERSION
+        return self.version == VERSION and not self.error
+
+    @property
+    def unusable_reason(self) -> str:
+        if self.version != VERSION:
+            return f"its build recipe has layout version {self.version}, newer than this et_tensorrt reads"
+        return self.error
 
     @property
     def aot_engine(self) -> dict | None:
@@ -66,7 +73,8 @@ class Recipe:
 
     @staticmethod
     def from_parsed(parsed: dict | None, copy: bool = True) -> Recipe | None:
-        """``_C.parse_blob``'s ``recipe`` (None: the blob has none)."""
+        """``_C.parse_blob``'s ``recipe`` (None: the blob has none). Never raises: a header that is not a JSON
+        object makes the recipe unusable (``error``), not the blob, which still runs without it."""
         if parsed is None:
             return None
         version = int(parsed["version"])
@@ -80,9 +88,10 @@ class Recipe:
         try:
             header = json.loads(raw.decode("utf-8"))
         except ValueError as exc:
-            raise BlobFormatError(f"delegate blob: the RECIPE header is not JSON: {exc}") from exc
+            header = f"not JSON ({exc})"
         if not isinstance(header, dict):
-            raise BlobFormatError("delegate blob: the RECIPE header is not a JSON object")
+            error = header if isinstance(header, str) else "not a JSON object"
+            return Recipe(version, header_bytes=raw, error=f"its build recipe's header is {error}")
         return Recipe(version, header, payload("graph"), payload("map"), refit_map.from_parsed(parsed["entries"]), raw)
 
 

@@ -106,14 +106,14 @@ class Made:
 # --------------------------------------------------------------------------------------- will the blob's engine run
 
 
-def aot_fit(blob, gpu: Gpu) -> str:
+def aot_fit(blob, gpu: Gpu | None) -> str:
     """Why the blob's own engine will not run on ``gpu`` with the TensorRT here, or ``""`` when it may (then it is
     deserialized, and only that says for sure). Without a RECIPE nothing is known beyond the engine itself."""
     if blob.engine is None:
         return "the blob carries no ahead-of-time engine"
     recipe = blob.recipe
     info = recipe.aot_engine if recipe is not None and recipe.usable else None
-    if not info:
+    if not info or gpu is None:
         return ""
     built_by = str(info.get("flavour"))
     why = trt.engine_runs_on(
@@ -132,8 +132,8 @@ def aot_runtime(blob) -> trt.Flavour | None:
     if info:
         return trt.get(str(info.get("flavour")))
     try:
-        return trt.default()
-    except Exception:  # noqa: BLE001 - no TensorRT at all
+        return trt.Flavour(trt.flavour(), trt.module())
+    except Exception:  # noqa: BLE001 - no TensorRT builder: a runtime-only install
         return trt.get("tensorrt_rtx") or trt.get("tensorrt")
 
 
@@ -223,7 +223,7 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str = "") -> Made | str:
     if recipe is None:
         return why_not_aot
     if not recipe.usable:
-        return f"{why_not_aot}; its build recipe has layout version {recipe.version}, newer than this et_tensorrt reads"
+        return f"{why_not_aot}; {recipe.unusable_reason}"
     mode = prepare_policy()
     if mode == "off":
         return f"{why_not_aot}; building an engine for this GPU is off ({PREPARE_ENV}=off or prepare='off')"
