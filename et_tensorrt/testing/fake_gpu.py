@@ -59,6 +59,7 @@ def fake_gpu(sm: str = "sm90", name: str = "NVIDIA H200 (faked)") -> Iterator[Se
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch.object(torch.cuda, "is_available", lambda: True))
+        stack.enter_context(mock.patch.object(torch.cuda, "device_count", lambda: 1))
         stack.enter_context(mock.patch.object(torch.cuda, "device", lambda device: contextlib.nullcontext()))
         stack.enter_context(mock.patch.object(device_build, "this_gpu", lambda device: device_build.Gpu(name, sm)))
         stack.enter_context(mock.patch.object(trt.Flavour, "targets_for", targets_for))

@@ -145,3 +145,45 @@ def test_without_a_builder_for_this_gpu_the_reason_says_what_to_install():
     assert "install TensorRT (`pip install tensorrt`, or JetPack's on Jetson)" in why
     flavour, targets = device_build.pick_builder(device_build.Gpu("NVIDIA RTX 4090", "sm89"))
     assert flavour.name == "tensorrt_rtx" and targets == ("sm89",)
+
+
+def test_prepare_builds_every_engine_and_writes_a_program_carrying_them(mlp_tester, cache, tmp_path, capsys):
+    from et_tensorrt import cli
+    from et_tensorrt.inspection import delegate_blobs
+
+    pte, prepared = tmp_path / "mlp.pte", tmp_path / "prepared.pte"
+    pte.write_bytes(mlp_tester.pte)
+    assert cli.main(["prepare", str(pte)]) == cli.EXIT_ERROR  # no GPU here: one error line
+    assert (
+        capsys.readouterr().err == "error: prepare builds for this machine's GPU, and torch sees no CUDA device here\n"
+    )
+
+    with fake_gpu("sm90"):
+        assert cli.main(["prepare", str(pte), "-o", str(prepared)]) == cli.EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{pte}: 1 engine(s) for NVIDIA H200 (faked) (sm90)"
+    assert out[1].startswith("  engine 1/1 (forward): built here for sm90 with TensorRT-RTX 1.7.1 in ")
+    assert out[-2:] == [
+        f"wrote {prepared}: 1 blob(s) now carry the engine for sm90",
+        "1 of 1 engine(s) ready for this GPU",
+    ]
+    (blob,) = delegate_blobs(prepared.read_bytes())
+    parsed = B.read_blob(blob)
+    assert parsed.recipe.aot_engine == {
+        "flavour": "tensorrt_rtx",
+        "version": parsed.metadata["trt_version"],
+        "targets": [],
+        "gpu": "sm90",
+    }
+    assert parsed.metadata["prepared"]["gpu"] == "sm90"
+    assert device_build.aot_fit(parsed, device_build.Gpu("NVIDIA H200", "sm90")) == ""  # its own engine runs there now
+    assert device_build.aot_fit(parsed, device_build.Gpu("NVIDIA A100", "sm80")).startswith(
+        "its engine was built for a sm90"
+    )
+
+    with fake_gpu("sm90") as seen:  # a load of the prepared program takes its own engine: nothing built, no cache
+        _, choice = executors.create_executor(blob, cuda_devices=1)
+    assert choice["engine_origin"] == "" and seen.engines == [bytes(parsed.engine)]
+    with fake_gpu("sm90"):  # and prepare again finds nothing to do
+        assert cli.main(["prepare", str(prepared)]) == cli.EXIT_OK
+    assert "its own engine runs here" in capsys.readouterr().out
