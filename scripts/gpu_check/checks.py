@@ -537,6 +537,59 @@ class Checks:
         stream = torch.cuda.current_stream()
         return median_seconds(lambda: context.execute_async_v3(stream.cuda_stream))
 
+    # -- engines built on the device (issue 25) ------------------------------------------------------
+    def aot_targets(self, name: str):
+        """The blob's RECIPE predicts whether its ahead-of-time (TensorRT-RTX) engine runs on this GPU, and the
+        "engine deserializes" row found out: they must agree (on SM90 both say no)."""
+        from et_tensorrt.blob import read_blob
+        from et_tensorrt.runtime import device_build
+
+        gpu = device_build.this_gpu(torch.device("cuda", 0))
+        predictions = [device_build.aot_fit(read_blob(raw), gpu) for raw in self.blobs(name)]
+        deserialized = self.engines.get(name)
+        fits = not any(predictions)
+        if deserialized is not None and deserialized != fits:
+            raise AssertionError(f"predicted {'runs' if fits else predictions}, but deserialized={deserialized}")
+        what = "runs here" if fits else f"refused as predicted: {predictions[0]}"
+        return f"{gpu.name} ({gpu.sm}): the ahead-of-time engine {what}", {"gpu": gpu.sm, "predictions": predictions}
+
+    def device_build(self, name: str):
+        """Where the ahead-of-time engine does not run: a fresh Runner builds the engine for this GPU from the
+        blob's RECIPE with the TensorRT builder that travelled (TensorRT-RTX; no standard TensorRT wheel can be
+        carried), runs it against eager, and a second Runner takes it from the engine cache. Or says why not."""
+        import tempfile
+
+        from et_tensorrt.blob import read_blob
+        from et_tensorrt.runtime import device_build
+
+        gpu = device_build.this_gpu(torch.device("cuda", 0))
+        blob = read_blob(self.blobs(name)[0])
+        if not device_build.aot_fit(blob, gpu):
+            raise Skip(f"the ahead-of-time engine runs on this GPU ({gpu.sm}): nothing to build")
+        picked = device_build.pick_builder(gpu, "tensorrt_rtx")
+        if isinstance(picked, str):
+            raise Skip(f"no engine could be built on this machine: {picked}")
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["ET_TENSORRT_CACHE_DIR"] = cache
+            origins, errors = [], []
+            for _ in range(2):  # built, then from the engine cache
+                r = self.et.Runner(str(self.dir / self.table[name]["pte"]), prepare="auto")
+                outputs = r.run(self.inputs(name, "cuda:0"))
+                (plan,) = r.last_plans
+                if plan.executor != "tensorrt":
+                    raise AssertionError(f"executor {plan.executor}: {plan.executor_reason}")
+                ok, err = within(outputs, self.expected(name), self.table[name]["tolerance"])
+                if not ok:
+                    raise AssertionError(f"max abs error {err:.3g} vs eager ({plan.engine_origin})")
+                origins.append(plan.engine_origin)
+                errors.append(err)
+        if not origins[0].startswith("built here") or not origins[1].startswith("from the engine cache"):
+            raise AssertionError(f"engine origins {origins}")
+        return f"executor tensorrt ({origins[0]}); max abs error {max(errors):.3g}; then {origins[1]}", {
+            "origins": origins,
+            "max_abs_error": errors,
+        }
+
     # -- weights modes (issue 17) ---------------------------------------------------------------------
     def refit(self, name: str, both: str):
         """A weights="refit" program ran its engine, refitted at init from the embedded weights through the
@@ -596,6 +649,15 @@ def main() -> int:
         r = run(f"{name}: runs, matches eager", lambda n=name: c.runner(n), et)
         run(f"{name}: TensorRT executor chosen", lambda n=name: c.tensorrt_chosen(n), r, gpu=True)
     first = "mlp_fp32"
+    # issue 25: on a GPU outside TensorRT-RTX's targets (the H200 is SM90) the blob's engine is refused, as its
+    # RECIPE predicts; then the engine is built on the device for this GPU, or the row says why none could be.
+    run(
+        f"{first}: ahead-of-time engine against this GPU (predicted = deserialized)",
+        lambda: c.aot_targets(first),
+        et,
+        gpu=True,
+    )
+    run(f"{first}: engine built on the device and run (issue 25)", lambda: c.device_build(first), et, gpu=True)
     have = c.runners.get(first)
     run(f"{first}: CUDA input shared (pointer equality, 0 B)", lambda: c.cuda_input_shared(first), have, gpu=True)
     run(f"{first}: host input staged into one reused buffer", lambda: c.host_input_staged(first), have, gpu=True)
