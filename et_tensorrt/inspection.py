@@ -362,8 +362,8 @@ def format_delegate(d: DelegateInfo) -> list:
     elif recipe is not None:
         raw = sum(s.nbytes for e in recipe.entries for s in e.steps if s.op == 2)  # refit_map.RAW
         lines.append(
-            f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) rebuilt from "
-            f"WEIGHTS ({_kib(raw)} raw); a GPU its engine does not run on builds one (et-tensorrt prepare)"
+            f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) from WEIGHTS, "
+            f"{_kib(raw)} raw (builds the engine for other GPUs)"
         )
     if meta.get("profile_max_picked"):
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
