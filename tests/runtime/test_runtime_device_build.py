@@ -187,3 +187,23 @@ def test_prepare_builds_every_engine_and_writes_a_program_carrying_them(mlp_test
     with fake_gpu("sm90"):  # and prepare again finds nothing to do
         assert cli.main(["prepare", str(prepared)]) == cli.EXIT_OK
     assert "its own engine runs here" in capsys.readouterr().out
+
+
+def test_a_dynamic_partition_is_built_with_its_profiles(dynamic_tester, cache):
+    """The recipe's header carries the optimization profile: the engine built from it for the faked GPU is the
+    ahead-of-time one (same builder and targets), dynamic batch included."""
+    from et_tensorrt.inspection import delegate_blobs
+
+    (blob,) = delegate_blobs(dynamic_tester.pte)
+    (entry,) = B.read_blob(blob).recipe.header["inputs"]
+    assert entry["profiles"][0][0][0] < entry["profiles"][0][0][2]  # a dynamic batch: min < max
+    choice, seen = _choose(blob)
+    assert choice["engine_origin"].startswith("built here for sm90")
+    assert seen.engines == [bytes(B.read_blob(blob).engine)]
+
+
+def test_runner_checks_its_prepare_option(mlp_tester):
+    import et_tensorrt
+
+    with pytest.raises(ValueError, match="prepare='sometimes' is not one of auto, cache, off"):
+        et_tensorrt.Runner(mlp_tester.pte, prepare="sometimes")
