@@ -1,4 +1,5 @@
-"""Parse ONNX bytes with TensorRT's ONNX parser and build a serialized engine."""
+"""Parse the partition's ONNX with TensorRT's ONNX parser (its weights from memory: backend/onnx_weights.py) and
+build a serialized engine."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from et_tensorrt import trt
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
@@ -50,7 +52,7 @@ def _parser_errors(parser, export: OnnxExport) -> str:
         err = parser.get_error(i)
         op = err.node_operator() or "?"
         name = err.node_name() or f"#{err.node()}"
-        origin = onnx_node_origin(export.model_bytes, err.node_name()) if err.node_name() else None
+        origin = onnx_node_origin(export.model, err.node_name()) if err.node_name() else None
         where = f" from {origin}" if origin else ""
         lines.append(f"ONNX op {op} (node {name}{where}): {err.desc()}")
     return "; ".join(lines)
@@ -58,11 +60,8 @@ def _parser_errors(parser, export: OnnxExport) -> str:
 
 def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     """Ops of the ONNX graph the parser says it cannot take (best effort, for messages)."""
-    import onnx
-
-    model = onnx.load_from_string(export.model_bytes)
     bad = []
-    for op in sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")}):
+    for op in sorted({n.op_type for n in export.model.graph.node if n.domain in ("", "ai.onnx")}):
         try:
             if not parser.supports_operator(op):
                 bad.append(op)
@@ -78,7 +77,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
     builder = t.Builder(log)
     network = builder.create_network(trt.network_flags())
     parser = t.OnnxParser(network, log)
-    if not parser.parse(export.model_bytes):
+    if not onnx_weights.parse_tensorrt(parser, export):
         raise EngineBuildError(
             f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}"
         )

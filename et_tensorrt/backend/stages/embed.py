@@ -17,7 +17,7 @@ def _refit_map(export, weights, aten_ep, label: str):
     serialize._verify_refit)."""
     from et_tensorrt.backend.refit_derivation import derive_refit_map
 
-    plan = derive_refit_map(export.model_bytes, weights, aten_ep)
+    plan = derive_refit_map(export, weights, aten_ep)
     if plan.raw_bytes:
         logger.info(
             "%s: refit map stores %d bytes raw (initializers not rebuilt from the program's weights)",

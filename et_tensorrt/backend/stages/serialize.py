@@ -42,7 +42,7 @@ def _verify_refit(export, data: bytes) -> None:
 
     blob = blob_mod.read_blob(data)
     names = [w.name for w in blob.weights]
-    verify_refit_map(export.model_bytes, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
+    verify_refit_map(export, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
 
 
 def run(job: PartitionJob) -> None:
