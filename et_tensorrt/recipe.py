@@ -107,9 +107,11 @@ def _dims(rows) -> tuple:
     return tuple(DimRange(*(int(v) for v in row)) for row in rows)
 
 
-def build_export(recipe: Recipe):
-    """The builder's view of the recipe (an ``OnnxExport`` whose ``model_bytes`` is the weightless graph):
-    what et_tensorrt.backend.engine_builder needs, read from the header. BlobFormatError when it lacks a field."""
+def build_export(recipe: Recipe, weights: list[torch.Tensor]):
+    """The builder's view of the recipe: an ``OnnxExport`` of the weightless graph whose ``initializers`` are every
+    non-empty initializer rebuilt from ``weights`` (fed to TensorRT's parser from memory, as lowering feeds the
+    export's: backend/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
+    header lacks a field."""
     from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
     from et_tensorrt.blob import scalar_type_dtype
 
@@ -133,7 +135,8 @@ def build_export(recipe: Recipe):
         outputs = [
             TensorInfo(e["name"], scalar_type_dtype(e["dtype"]), torch.device("cpu"), (), ()) for e in h["outputs"]
         ]
-        export = OnnxExport(bytes(recipe.graph), int(h["onnx_opset"]), inputs, outputs)
+        held = {name: t for name, t in initializers(recipe, weights).items() if t.numel()}  # empty ones stay inline
+        export = OnnxExport(bytes(recipe.graph), int(h["onnx_opset"]), inputs, outputs, initializers=held)
         export.aliased = {str(k): str(v) for k, v in h.get("aliased", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise BlobFormatError(f"delegate blob: the RECIPE header is malformed ({exc!r}); re-lower the model") from exc

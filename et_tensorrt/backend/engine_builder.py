@@ -1,7 +1,7 @@
-"""Parse an ONNX model with TensorRT's ONNX parser and build a serialized engine: the one builder, used by
-lowering (the ONNX export's bytes) and on the device (et_tensorrt.runtime.device_build: the RECIPE's graph,
-its initializers handed to the parser from the blob's WEIGHTS). Imports neither ONNX nor ExecuTorch at load
-time (the runtime imports it where ``onnx`` is not installed)."""
+"""Parse the partition's ONNX with TensorRT's ONNX parser (its weights from memory: backend/onnx_weights.py) and
+build a serialized engine: the one builder, used by lowering (the ONNX export) and on the device
+(et_tensorrt.runtime.device_build: the RECIPE's graph, every initializer rebuilt from the blob's WEIGHTS and
+handed over the same way). Imports neither ONNX nor ExecuTorch at load time (the device may have no ``onnx``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 
 from et_tensorrt import trt
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
@@ -50,7 +51,7 @@ def profile_shapes(export: OnnxExport) -> list[list[tuple]]:
 
 def _origin(export: OnnxExport, node_name: str) -> str | None:
     try:
-        return onnx_node_origin(export.model_bytes, node_name) if node_name else None
+        return onnx_node_origin(export.model, node_name) if node_name else None
     except ImportError:  # on the device without the onnx package: the parser's own words only
         return None
 
@@ -69,14 +70,9 @@ def _parser_errors(parser, export: OnnxExport) -> str:
 
 def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     """Ops of the ONNX graph the parser says it cannot take (best effort, for messages)."""
-    try:
-        import onnx
-    except ImportError:
-        return []
-
-    model = onnx.load_from_string(export.model_bytes)
+    graph = getattr(export.model, "graph", None)  # None: a serialized graph, on a device without onnx
     bad = []
-    for op in sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")}):
+    for op in sorted({n.op_type for n in graph.node if n.domain in ("", "ai.onnx")} if graph is not None else ()):
         try:
             if not parser.supports_operator(op):
                 bad.append(op)
@@ -85,25 +81,9 @@ def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     return bad
 
 
-def _parse(parser, export: OnnxExport, initializers) -> bool:
-    """The ONNX model into the parser's network: its bytes whole, or (``initializers``: name -> contiguous host
-    tensor) a graph whose initializers carry no bytes, each handed over from memory (TensorRT reads it while
-    parsing and building: the caller keeps the tensors alive until the build returns)."""
-    if initializers is None:
-        return parser.parse(export.model_bytes)
-    if not parser.load_model_proto(export.model_bytes):
-        return False
-    for name, tensor in initializers.items():
-        if not parser.load_initializer(name, tensor.data_ptr(), tensor.numel() * tensor.element_size()):
-            raise EngineBuildError(
-                f"TensorRT's ONNX parser refused initializer {name!r} ({tensor.dtype}, {tuple(tensor.shape)}): "
-                "the recipe's graph does not declare it with this size"
-            )
-    return parser.parse_model_proto()
-
-
-def build_network_engine(export: OnnxExport, settings: BuildSettings, initializers=None) -> bytes:
-    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected. ``initializers``: see _parse."""
+def build_network_engine(export: OnnxExport, settings: BuildSettings) -> bytes:
+    """Parse and build (no cache). EngineBuildError names the op TensorRT rejected. ``export.initializers`` (the
+    external weights) must stay alive until this returns: TensorRT reads them while it builds."""
     flavour = trt.get(settings.flavour) if settings.flavour else trt.default()
     if flavour is None or not flavour.can_build:
         raise EngineBuildError(
@@ -114,7 +94,7 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings, initialize
     builder = t.Builder(log)
     network = builder.create_network(flavour.network_flags())
     parser = t.OnnxParser(network, log)
-    if not _parse(parser, export, initializers):
+    if not onnx_weights.parse_tensorrt(parser, export):
         raise EngineBuildError(
             f"TensorRT ({flavour.name} {flavour.version}) rejected the partition: {_parser_errors(parser, export)}"
         )
@@ -231,9 +211,9 @@ def _cuda_available() -> bool:
         return False
 
 
-def build_engine(export: OnnxExport, settings: BuildSettings, initializers=None) -> BuildResult:
+def build_engine(export: OnnxExport, settings: BuildSettings) -> BuildResult:
     """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX; the
     device build in its engine cache)."""
     start = time.perf_counter()
-    engine = build_network_engine(export, settings, initializers)
+    engine = build_network_engine(export, settings)
     return BuildResult(engine, time.perf_counter() - start)

@@ -1,5 +1,8 @@
 """Export an aten partition to ONNX in memory and record what the blob and the builder need.
 
+The ONNX keeps its weights outside the protobuf (backend/onnx_weights.py): ``OnnxExport.model`` is the graph,
+its large initializers external references, and ``OnnxExport.initializers`` holds their tensors by name.
+
 Records, for every delegate argument (tensors, and sizes ExecuTorch passes as integers), its ONNX name,
 dtype, device and per-dim ranges (min/opt/max, see ``profiles``), and the output names in the partition's
 output order. Sizes the engine computes from its tensor inputs are not engine inputs (``size_inputs``).
@@ -10,11 +13,12 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend import kv_cache_op
+from et_tensorrt.backend import kv_cache_op, onnx_weights
 from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
 from et_tensorrt.backend.profiles import (
     DynamicDim,
@@ -27,6 +31,9 @@ from et_tensorrt.backend.size_inputs import engine_program
 from et_tensorrt.blob import DimRange
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.sizes import is_size, linear_form, size_expr
+
+if TYPE_CHECKING:
+    import onnx
 
 logger = logging.getLogger("et_tensorrt")
 
@@ -57,7 +64,9 @@ class TensorInfo:
 
 @dataclass
 class OnnxExport:
-    model_bytes: bytes
+    # The graph: a ModelProto whose initializers of at least the export's threshold are external references
+    # (given as serialized bytes, it is parsed; such a model holds all its initializers inline).
+    model: onnx.ModelProto | bytes
     opset: int
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
@@ -65,6 +74,29 @@ class OnnxExport:
     seconds: float = 0.0
     state_count: int = 0  # the last inputs and outputs carry the delegate's state (backend/state_lifting.py)
     aliased: dict = field(default_factory=dict)  # in-place state: engine output name -> the input it aliases
+    # the external initializers' bytes by name: views of the program's tensors where the exporter kept them
+    initializers: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if isinstance(self.model, (bytes, bytearray, memoryview)):
+            try:
+                import onnx
+            except ImportError:  # the device build without the onnx package: the graph stays serialized
+                self.model = bytes(self.model)
+                return
+            self.model = onnx.load_from_string(bytes(self.model)) if len(self.model) else onnx.ModelProto()
+
+    @property
+    def model_bytes(self) -> bytes:
+        """The graph serialized (small: the external weights are references, see backend/onnx_weights.py)."""
+        if isinstance(self.model, bytes):
+            return self.model
+        onnx_weights.check_proto_size("serializing the ONNX graph", self.model.ByteSize())
+        return self.model.SerializeToString()
+
+    def digest(self) -> str:
+        """SHA-256 of the ONNX model the builder sees, external weights included (onnx_weights.digest)."""
+        return onnx_weights.digest(self)
 
     @property
     def delegate_inputs(self) -> list[TensorInfo]:
@@ -223,8 +255,11 @@ def export_onnx(
     precision: str = "fp32",
     max_factor: int = 2,
     dynamic_dims: dict[str, DynamicDim] | None = None,
+    external_threshold: int | None = None,
 ) -> OnnxExport:
-    """``ep``: the partition as an aten program; its user inputs are the delegate's arguments."""
+    """``ep``: the partition as an aten program; its user inputs are the delegate's arguments. Initializers of at
+    least ``external_threshold`` bytes (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the
+    protobuf, held in the export (backend/onnx_weights.py)."""
     import time
 
     import onnx
@@ -262,7 +297,9 @@ def export_onnx(
             if retrace or precision != "fp32":
                 raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
             logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
-    model = program.model_proto
+    threshold = onnx_weights.DEFAULT_THRESHOLD if external_threshold is None else external_threshold
+    model, held = onnx_weights.split_model(program.model, threshold)  # never the weights in a protobuf
+    del program
     seconds = time.perf_counter() - start
 
     onnx_inputs = [i.name for i in model.graph.input]
@@ -277,16 +314,16 @@ def export_onnx(
     for info, name in zip(outputs, onnx_outputs):
         info.name = name
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    data = model.SerializeToString()
-    onnx.checker.check_model(data if len(data) < 2**31 else model)
-    return OnnxExport(data, int(opset), inputs, outputs, picked, seconds)
+    onnx.checker.check_model(onnx_weights.checkable(model))
+    return OnnxExport(model, int(opset), inputs, outputs, picked, seconds, initializers=held)
 
 
-def onnx_node_origin(model_bytes: bytes, node_name: str) -> str | None:
+def onnx_node_origin(model: onnx.ModelProto | bytes, node_name: str) -> str | None:
     """The torch op an ONNX node came from (the exporter's ``pkg.torch.onnx.*`` metadata), if recorded."""
     import onnx
 
-    model = onnx.load_from_string(model_bytes)
+    if isinstance(model, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(model))
     for node in model.graph.node:
         if node.name == node_name:
             props = {p.key: p.value for p in node.metadata_props}

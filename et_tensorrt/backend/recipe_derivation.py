@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 from et_tensorrt import recipe as recipe_mod
 from et_tensorrt import trt
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.refit_derivation import RefitPlan, derive_refit_map, verify_refit_map
 
-# Where an initializer's bytes "are" in the weightless graph: TensorRT's parser never reads it (every initializer
-# is handed over from memory), and a missing one fails the parse by this name instead of reading garbage.
-EXTERNAL_LOCATION = "et_tensorrt:WEIGHTS"
+# Where an initializer's bytes "are" in the weightless graph: the export's own in-memory location (no file behind
+# it). TensorRT's parser never reads it (every initializer is handed over from memory), and a missing one fails
+# the parse by its name instead of reading garbage.
+EXTERNAL_LOCATION = onnx_weights.LOCATION
 
 
 @dataclass
@@ -27,20 +29,23 @@ class RecipePlan:
     raw_bytes: int  # initializer bytes stored raw in the map (not rebuilt from WEIGHTS)
 
 
-def weightless_graph(model_bytes: bytes) -> bytes:
-    """The ONNX model with each (top-level) initializer's bytes left out: its name, type and dims stay, its data
-    is declared external (``EXTERNAL_LOCATION``, offset 0, its byte length), so TensorRT's parser takes it from
-    ``load_initializer``. The nodes' provenance (the exporter's ``pkg.torch.onnx.*`` metadata and doc strings:
-    ~85% of a transformer's graph bytes; TensorRT reads neither) is left out too. The one place that strips an
-    exported model (to be replaced by an export that keeps initializers outside the protobuf to begin with)."""
+def weightless_graph(export) -> bytes:
+    """The export's ONNX graph (``OnnxExport.model``: its large initializers already external references, see
+    backend/onnx_weights.py) with every other non-empty initializer made one too (``EXTERNAL_LOCATION``, its
+    byte length): names, types and dims stay, no weight bytes. The nodes' provenance (the exporter's
+    ``pkg.torch.onnx.*`` metadata and doc strings: ~85% of a transformer's graph bytes; TensorRT reads neither)
+    is left out too."""
     import onnx
+    from onnx import numpy_helper
 
-    model = onnx.load_from_string(model_bytes)
-    for node in model.graph.node:
-        del node.metadata_props[:]
-        node.doc_string = ""
+    model = onnx.ModelProto()
+    model.CopyFrom(export.model)
     for init in model.graph.initializer:
-        nbytes = len(onnx.numpy_helper.to_array(init).tobytes())
+        if onnx_weights.is_external(init):
+            continue
+        nbytes = len(numpy_helper.to_array(init).tobytes())
+        if nbytes == 0:
+            continue  # nothing to hold: stays inline, as in the export
         for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
             init.ClearField(name)
         init.data_location = onnx.TensorProto.EXTERNAL
@@ -48,6 +53,10 @@ def weightless_graph(model_bytes: bytes) -> bytes:
         for key, value in (("location", EXTERNAL_LOCATION), ("offset", "0"), ("length", str(nbytes))):
             entry = init.external_data.add()
             entry.key, entry.value = key, value
+    for node in model.graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    onnx_weights.check_proto_size("the build recipe", model.ByteSize())
     return model.SerializeToString()
 
 
@@ -62,18 +71,18 @@ def aot_engine(target_archs: tuple[str, ...], gpu: str | None) -> dict:
 def derive_recipe(export, weights, aten_ep, precision: str, workspace_bytes: int | None, engine: dict) -> RecipePlan:
     """The RECIPE of an ONNX export built from a program with these WEIGHTS (``aten_ep``: for the batch norms the
     export folds), every initializer's recipe verified byte for byte against the export."""
-    plan = derive_refit_map(export.model_bytes, weights, aten_ep)
+    plan = derive_refit_map(export, weights, aten_ep)
     tensors = [w.tensor.detach().cpu() for w in weights]
-    verify_refit_map(export.model_bytes, plan.entries, tensors, plan.payload, [w.name for w in weights])
-    graph = weightless_graph(export.model_bytes)
+    verify_refit_map(export, plan.entries, tensors, plan.payload, [w.name for w in weights])
+    graph = weightless_graph(export)
     header = recipe_mod.header_for(export, precision, workspace_bytes, engine)
     return RecipePlan(recipe_mod.encode(header, graph, plan.payload), plan, len(graph), plan.raw_bytes)
 
 
-def verify_written(model_bytes: bytes, blob) -> None:
+def verify_written(export, blob) -> None:
     """Every initializer rebuilt from a written blob's RECIPE (through the C++ reader's parse, as the device build
     will) equals the export's bytes; EngineBuildError otherwise."""
     from et_tensorrt.embedded_program.loader import weight_tensors
 
     names = [w.name for w in blob.weights]
-    verify_refit_map(model_bytes, blob.recipe.entries, weight_tensors(blob), blob.recipe.map, names)
+    verify_refit_map(export, blob.recipe.entries, weight_tensors(blob), blob.recipe.map, names)

@@ -16,30 +16,20 @@ from __future__ import annotations
 import itertools
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from et_tensorrt import refit_map as rm
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.blob import Weight, scalar_type_code
 from et_tensorrt.errors import EngineBuildError
 
+if TYPE_CHECKING:
+    from et_tensorrt.backend.onnx_export import OnnxExport
+
 logger = logging.getLogger("et_tensorrt")
 
-_ONNX_TO_TORCH = {
-    1: torch.float32,
-    2: torch.uint8,
-    3: torch.int8,
-    4: torch.uint16,
-    5: torch.int16,
-    6: torch.int32,
-    7: torch.int64,
-    9: torch.bool,
-    10: torch.float16,
-    11: torch.float64,
-    12: torch.uint32,
-    13: torch.uint64,
-    16: torch.bfloat16,
-}
 _MAX_PERMUTE_RANK = 4  # transposes tried for sources up to this rank (24 orders)
 
 
@@ -50,25 +40,13 @@ class RefitPlan:
     raw_bytes: int  # bytes stored raw (not rebuilt from WEIGHTS)
 
 
-def onnx_initializers(model_bytes: bytes) -> list[tuple[str, torch.Tensor]]:
-    """(name, tensor) of every initializer of the ONNX model, as the builder saw them."""
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load_from_string(model_bytes)
-    out = []
-    for init in model.graph.initializer:
-        dtype = _ONNX_TO_TORCH.get(init.data_type)
-        if dtype is None:
-            raise EngineBuildError(
-                f"ONNX initializer {init.name!r} has element type {init.data_type}, which a "
-                "refit map cannot carry; lower with weights='both'"
-            )
-        array = numpy_helper.to_array(init)
-        data = bytearray(array.tobytes())
-        flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
-        out.append((init.name, flat.reshape(tuple(init.dims))))
-    return out
+def onnx_initializers(export: OnnxExport) -> list[tuple[str, torch.Tensor]]:
+    """(name, tensor) of every initializer of the export's ONNX model, as the builder saw them (the external
+    ones are the export's tensors, not copies: backend/onnx_weights.py)."""
+    try:
+        return list(onnx_weights.initializers(export))
+    except EngineBuildError as exc:
+        raise EngineBuildError(f"{exc}; a refit map cannot carry it: lower with weights='both'") from exc
 
 
 def _batch_norms(ep) -> list[dict]:
@@ -215,12 +193,12 @@ class _Deriver:
             return False
 
 
-def derive_refit_map(model_bytes: bytes, weights: list[Weight], ep=None) -> RefitPlan:
+def derive_refit_map(export: OnnxExport, weights: list[Weight], ep=None) -> RefitPlan:
     """The REFIT_MAP of an ONNX model built from a program with these WEIGHTS (``ep``: the aten program,
     for the batch norms export folds)."""
     deriver = _Deriver(weights, ep)
     entries, raw, raw_bytes = [], [], 0
-    for name, target in onnx_initializers(model_bytes):
+    for name, target in onnx_initializers(export):
         steps = deriver.derive(name, target)
         if steps is None:
             data = target.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if target.numel() else b""
@@ -233,7 +211,7 @@ def derive_refit_map(model_bytes: bytes, weights: list[Weight], ep=None) -> Refi
 
 
 def verify_refit_map(
-    model_bytes: bytes,
+    export: OnnxExport,
     entries: list[rm.Entry],
     weights: list[torch.Tensor],
     refit_map: bytes | memoryview,
@@ -243,7 +221,7 @@ def verify_refit_map(
     model's; raises EngineBuildError naming the first initializer that is missing or differs."""
     by_name = {e.name: e for e in entries}
     names = weight_names or []
-    for name, target in onnx_initializers(model_bytes):
+    for name, target in onnx_initializers(export):
         entry = by_name.get(name)
         if entry is None:
             raise EngineBuildError(

@@ -19,7 +19,8 @@ from torch.export import ExportedProgram
 
 from et_tensorrt.backend.edge_to_aten import user_input_nodes
 from et_tensorrt.backend.onnx_export import OnnxExport
-from et_tensorrt.errors import ValidationError
+from et_tensorrt.backend.onnx_weights import onnxruntime_session
+from et_tensorrt.errors import EngineBuildError, ValidationError
 from et_tensorrt.parity import compare, for_precision
 
 _INT_MAGNITUDE = 4  # random non-index integers lie in [-4, -1] u [1, 4]
@@ -140,7 +141,7 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     try:
-        session = ort.InferenceSession(export.model_bytes, opts, providers=["CPUExecutionProvider"])
+        session = onnxruntime_session(export, opts)
         wanted = {i.name for i in session.get_inputs()}  # an input the graph does not read may be dropped
         feeds = {}
         for info, value in zip(export.inputs, inputs, strict=True):
@@ -153,7 +154,7 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
             if info.name in wanted:
                 feeds[info.name] = value.detach().to("cpu").contiguous().numpy()
         got = session.run([o.name for o in export.outputs], feeds)
-    except (ValidationError, ValidationInconclusive):
+    except (ValidationError, ValidationInconclusive, EngineBuildError):
         raise
     except Exception as exc:  # noqa: BLE001
         if "bfloat16" in str(exc):  # ORT's CPU provider has no kernel for this op in bf16: its limit, not the ONNX's

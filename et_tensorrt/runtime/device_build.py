@@ -183,18 +183,17 @@ def cache_key(digest: str, gpu: Gpu, flavour: trt.Flavour, targets: tuple[str, .
 def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...]) -> tuple[bytes, float]:
     from ..backend.engine_builder import BuildSettings, build_engine
     from ..embedded_program.loader import weight_tensors
-    from ..recipe import build_export, initializers
+    from ..recipe import build_export
 
     recipe = blob.recipe
-    export = build_export(recipe)
-    tensors = initializers(recipe, weight_tensors(blob))  # alive until the build returns: TensorRT reads them
+    export = build_export(recipe, weight_tensors(blob))  # its initializers live until the build returns
     settings = BuildSettings(
         precision=str(recipe.header.get("precision", "fp32")),
         target_archs=targets,
         workspace_bytes=recipe.header.get("workspace_bytes"),
         flavour=flavour.name,
     )
-    result = build_engine(export, settings, tensors)
+    result = build_engine(export, settings)
     return result.engine, result.seconds
 
 

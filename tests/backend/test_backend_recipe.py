@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from et_tensorrt import blob as B
 from et_tensorrt import recipe as R
+from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.backend.recipe_derivation import EXTERNAL_LOCATION, weightless_graph
 from et_tensorrt.backend.refit_derivation import derive_refit_map, verify_refit_map
 
@@ -31,17 +32,21 @@ def _model(weight: torch.Tensor) -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+INPUTS = [TensorInfo("x", torch.float32, torch.device("cpu"), (B.DimRange.static(2), B.DimRange.static(8)), ())]
+OUTPUTS = [TensorInfo("y", torch.float32, torch.device("cpu"), (), ())]
+
+
 @pytest.fixture(scope="module")
 def parts():
     torch.manual_seed(0)
     weights = [B.Weight("fc.weight", "parameter", torch.randn(4, 8))]
-    model = _model(weights[0].tensor)
-    return model, weights, derive_refit_map(model, weights)
+    export = OnnxExport(_model(weights[0].tensor), 17, INPUTS, OUTPUTS)  # every initializer inline
+    return export, weights, derive_refit_map(export, weights)
 
 
 def test_the_graph_keeps_no_initializer_bytes(parts):
-    model, _, _ = parts
-    light = onnx.load_from_string(weightless_graph(model))
+    export, _, _ = parts
+    light = onnx.load_from_string(weightless_graph(export))
     for init in light.graph.initializer:
         assert init.data_location == TensorProto.EXTERNAL and not init.raw_data and not init.float_data
         assert {e.key: e.value for e in init.external_data}["location"] == EXTERNAL_LOCATION
@@ -49,23 +54,20 @@ def test_the_graph_keeps_no_initializer_bytes(parts):
 
 
 def test_each_initializer_is_rebuilt_from_weights_or_stored_raw(parts):
-    model, weights, plan = parts
+    export, weights, plan = parts
     by_name = {e.name: e for e in plan.entries}
     assert [s.op for s in by_name["w_t"].steps] == [1, 4]  # SOURCE fc.weight, PERMUTE
     assert by_name["half"].raw and plan.raw_bytes == 4  # the 0-d constant
-    verify_refit_map(model, plan.entries, [w.tensor for w in weights], plan.payload)
+    verify_refit_map(export, plan.entries, [w.tensor for w in weights], plan.payload)
 
 
 def test_tensorrt_builds_the_same_engine_from_the_weightless_graph(parts):
     trt_rtx = pytest.importorskip("tensorrt_rtx")
     from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
-    from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 
-    model, weights, plan = parts
-    infos = ([TensorInfo("x", torch.float32, torch.device("cpu"), (B.DimRange.static(2), B.DimRange.static(8)), ())],)
-    outputs = [TensorInfo("y", torch.float32, torch.device("cpu"), (), ())]
-    whole = build_engine(OnnxExport(model, 17, infos[0], outputs), BuildSettings()).engine
-    recipe = R.Recipe(R.VERSION, {}, weightless_graph(model), plan.payload, plan.entries)
+    export, weights, plan = parts
+    whole = build_engine(export, BuildSettings()).engine
+    recipe = R.Recipe(R.VERSION, {}, weightless_graph(export), plan.payload, plan.entries)
     tensors = R.initializers(recipe, [w.tensor for w in weights])
-    light = build_engine(OnnxExport(recipe.graph, 17, infos[0], outputs), BuildSettings(), tensors).engine
+    light = build_engine(OnnxExport(recipe.graph, 17, INPUTS, OUTPUTS, initializers=tensors), BuildSettings()).engine
     assert light == whole and light[:4] == b"vtrt" and trt_rtx is not None

@@ -80,7 +80,7 @@ def refit_blob(lowered, model):
     cannot be built here), written by the blob writer and read back by the C++ reader."""
     (both,) = delegate_blobs(lowered["both"])
     _, export, weights = _partition(model)
-    plan = derive_refit_map(export.model_bytes, weights, _partition(model)[0])
+    plan = derive_refit_map(export, weights, _partition(model)[0])
     return _with_refit_map(both, plan.payload)
 
 
@@ -131,13 +131,13 @@ def _partition(model, precision="fp32"):
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_derivation_verifies_byte_for_byte(model, precision):
     ep, export, weights = _partition(model, precision)
-    plan = derive_refit_map(export.model_bytes, weights, ep)
+    plan = derive_refit_map(export, weights, ep)
     assert plan.raw_bytes <= 64
     payload = plan.payload
     entries = {e.name: e for e in plan.entries}
     tensors = [w.tensor for w in weights]
     # Recipes as encoded (RAW offsets assigned), rebuilt and compared with the ONNX model's bytes.
-    verify_refit_map(export.model_bytes, plan.entries, tensors, payload)
+    verify_refit_map(export, plan.entries, tensors, payload)
     if precision == "fp16":
         assert all(
             any(s.op == rm.CAST for s in e.steps)
@@ -148,7 +148,7 @@ def test_derivation_verifies_byte_for_byte(model, precision):
 
 def test_a_wrong_recipe_fails_loudly(model):
     ep, export, weights = _partition(model)
-    plan = derive_refit_map(export.model_bytes, weights, ep)
+    plan = derive_refit_map(export, weights, ep)
     tensors = [w.tensor for w in weights]
     names = [w.name for w in weights]
     # Point one recipe at another weight of the same size (an off-by-one in a map must never refit silently).
@@ -158,16 +158,16 @@ def test_a_wrong_recipe_fails_loudly(model):
     wrong = rm.Entry(victim.name, victim.dtype, victim.sizes, (rm.Step(rm.SOURCE, weight=other), *victim.steps[1:]))
     entries = [wrong if e is victim else e for e in plan.entries]
     with pytest.raises(EngineBuildError, match=f"initializer '{victim.name}' rebuilt as .* differs from the ONNX"):
-        verify_refit_map(export.model_bytes, entries, tensors, plan.payload)
+        verify_refit_map(export, entries, tensors, plan.payload)
     with pytest.raises(EngineBuildError, match="has no entry"):
-        verify_refit_map(export.model_bytes, plan.entries[1:], tensors, plan.payload)
+        verify_refit_map(export, plan.entries[1:], tensors, plan.payload)
     # A source one ULP off in one element (the folded conv weight's first): exact, not within a tolerance, because
     # the engine is built with REFIT_IDENTICAL.
     w = names.index("conv.weight")
     nudged = tensors[w].detach().clone()
     nudged.view(-1)[0] = torch.nextafter(nudged.view(-1)[0], torch.tensor(float("inf")))
     with pytest.raises(EngineBuildError, match="initializer 'conv.weight' rebuilt as bn_scale"):
-        verify_refit_map(export.model_bytes, plan.entries, [*tensors[:w], nudged, *tensors[w + 1 :]], plan.payload)
+        verify_refit_map(export, plan.entries, [*tensors[:w], nudged, *tensors[w + 1 :]], plan.payload)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -201,9 +201,9 @@ def test_batch_norm_steps_are_correctly_rounded(dtype):
 
 def test_an_initializer_without_a_recipe_is_stored_raw(model):
     _, export, weights = _partition(model)
-    plan = derive_refit_map(export.model_bytes, weights[:1], None)  # most sources withheld
+    plan = derive_refit_map(export, weights[:1], None)  # most sources withheld
     assert plan.raw_bytes > 1000 and any(e.raw for e in plan.entries)
-    verify_refit_map(export.model_bytes, plan.entries, [w.tensor for w in weights[:1]], plan.payload)
+    verify_refit_map(export, plan.entries, [w.tensor for w in weights[:1]], plan.payload)
 
 
 class FakeRefitter:
@@ -245,7 +245,7 @@ def test_refit_hands_tensorrt_the_onnx_bytes(refit_blob, model):
     engine was built with (the ONNX initializers), read at the pointer TensorRT is given."""
     refit = read_blob(refit_blob)
     _, export, _ = _partition(model)
-    expected = dict(onnx_initializers(export.model_bytes))
+    expected = dict(onnx_initializers(export))
     refitter = FakeRefitter(expected)
     assert refit_engine(FakeTrt, None, refit, refitter=refitter) == len(expected)
     assert refitter.refitted

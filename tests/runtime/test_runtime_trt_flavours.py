@@ -97,19 +97,14 @@ def test_the_tensorrt_code_path_builds_the_recipe(mlp_blob, monkeypatch):
     parsed with its initializers handed over from WEIGHTS, the engine's I/O checked against the header."""
     from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
     from et_tensorrt.embedded_program.loader import weight_tensors
-    from et_tensorrt.recipe import build_export, initializers
+    from et_tensorrt.recipe import build_export
 
     standard = trt.Flavour("tensorrt", _WithoutTargets(rtx_module))
     assert not standard.supports_target_archs() and standard.network_flags() != 0
     monkeypatch.setattr(trt, "get", lambda name: standard if name == "tensorrt" else None)
     blob = B.read_blob(mlp_blob)
-    result = build_engine(
-        build_export(blob.recipe), BuildSettings(flavour="tensorrt"), initializers(blob.recipe, weight_tensors(blob))
-    )
+    export = build_export(blob.recipe, weight_tensors(blob))
+    result = build_engine(export, BuildSettings(flavour="tensorrt"))
     assert result.engine[:4] == b"vtrt" and len(result.engine) > 1000
     with pytest.raises(EngineBuildError, match="cannot build for explicit target architectures"):
-        build_engine(
-            build_export(blob.recipe),
-            BuildSettings(flavour="tensorrt", target_archs=("sm90",)),
-            initializers(blob.recipe, weight_tensors(blob)),
-        )
+        build_engine(export, BuildSettings(flavour="tensorrt", target_archs=("sm90",)))

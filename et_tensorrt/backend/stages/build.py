@@ -7,7 +7,6 @@ PyTorch; with it on, the refusal is raised, labelled."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import Counter
 
@@ -108,7 +107,7 @@ def run(job: PartitionJob) -> None:
                 engine=job.engine,
                 io=job.io_entries,
                 metadata=job.export_metadata,
-                onnx_sha256=hashlib.sha256(export.model_bytes).hexdigest(),
+                onnx_sha256=export.digest(),
                 validation=job.validation,
                 info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
                 recipe=job.recipe,

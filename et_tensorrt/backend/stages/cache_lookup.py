@@ -6,7 +6,6 @@ was stored)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 
@@ -124,7 +123,7 @@ def run(job: PartitionJob) -> None:
         # `et-tensorrt check` runs each engine's ONNX, and a REFIT_MAP is derived from its initializers:
         # export it now, and use the cached engine only if this is byte for byte the ONNX it was built from.
         job.export = export_program(job)
-        if hashlib.sha256(job.export.model_bytes).hexdigest() != entry.onnx_sha256:
+        if job.export.digest() != entry.onnx_sha256:
             logger.info("%s: the ONNX export differs from the cached engine's; building again", job.label)
             entry = None
     lookup_s = time.perf_counter() - t0

@@ -17,7 +17,7 @@ def _refit_map(export, weights, aten_ep, label: str, derived=None):
     serialize._verify_refit); ``derived``: the recipe stage's map of the same export, reused."""
     from et_tensorrt.backend.refit_derivation import derive_refit_map
 
-    plan = derived if derived is not None else derive_refit_map(export.model_bytes, weights, aten_ep)
+    plan = derived if derived is not None else derive_refit_map(export, weights, aten_ep)
     if plan.raw_bytes:
         logger.info(
             "%s: refit map stores %d bytes raw (initializers not rebuilt from the program's weights)",

@@ -42,7 +42,7 @@ def _verify_refit(export, data: bytes) -> None:
 
     blob = blob_mod.read_blob(data)
     names = [w.name for w in blob.weights]
-    verify_refit_map(export.model_bytes, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
+    verify_refit_map(export, blob.refit_entries, weight_tensors(blob), blob.refit_map, names)
 
 
 def run(job: PartitionJob) -> None:
@@ -64,7 +64,7 @@ def run(job: PartitionJob) -> None:
     if job.recipe is not None and job.export is not None:  # a hit's recipe was verified when it was stored
         from et_tensorrt.backend.recipe_derivation import verify_written
 
-        verify_written(job.export.model_bytes, blob_mod.read_blob(data))
+        verify_written(job.export, blob_mod.read_blob(data))
     if _recorders:
         digest = blob_mod.program_digest(blob_mod.read_blob(data))
         for exports in _recorders:
