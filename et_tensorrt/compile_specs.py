@@ -32,6 +32,8 @@ WORKSPACE_BYTES = "et_tensorrt.workspace_bytes"  # decimal bytes
 UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an unbounded dim = factor x opt
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
 CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
+# b"1" | b"0": refuse activation quantization TensorRT cannot express instead of running it in float
+STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -180,6 +182,16 @@ class BuildOptions:
         _flag("cache"),
         _flag_text,
         shapes_engine=False,
+    )
+
+    strict_quantization: bool = _option(
+        STRICT_QUANTIZATION,
+        False,
+        "refuse activation quantization TensorRT cannot express (a nonzero zero point, dynamic or per-token "
+        "scales) instead of running those activations in float with the weights still quantized",
+        _flag("strict_quantization"),
+        _flag_text,
+        shapes_engine=False,  # it only refuses: an engine it lets through is the one built without it
     )
 
     weights: str = _option(
