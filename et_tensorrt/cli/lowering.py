@@ -32,7 +32,11 @@ class LoweringRequest:
             min_block_size=args.min_block_size,
             torch_executed_ops=tuple(args.torch_executed_op),
             build=BuildOptions(
-                precision=args.precision, target_archs=tuple(args.target_arch), cache=args.cache, weights=args.weights
+                precision=args.precision,
+                target_archs=tuple(args.target_arch),
+                cache=args.cache,
+                weights=args.weights,
+                strict_quantization=args.strict_quantization,
             ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,
