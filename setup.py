@@ -84,6 +84,9 @@ setup(
             "pytest-xdist",
             "pytest-json-report",
             "pytest-timeout",
+            # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
+            # series executorch 1.5.1 declares
+            "torchao>=0.18,<0.19",
             # the lint gate (.ci/run, .pre-commit-config.yaml): pinned so every checkout formats alike
             "ruff==0.17.6",
             "clang-format==23.1.5",
