@@ -29,6 +29,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, TensorArgument
 
+from et_tensorrt.backend.edge_to_aten import regraphed
 from et_tensorrt.backend.op_rewrites import Rewriter, lift_constants
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.quantization import qdq
@@ -207,17 +208,7 @@ def rebuild(ep: ExportedProgram, gm: torch.fx.GraphModule, rewriter: Rewriter) -
     targets = {s.target for s in kept_specs}
     state_dict = {k: v for k, v in state_dict.items() if k in targets}
     constants = {k: v for k, v in constants.items() if k in targets}
-    gm.graph.lint()
-    gm.recompile()
-    return ExportedProgram(
-        root=gm,
-        graph=gm.graph,
-        graph_signature=signature,
-        state_dict=state_dict,
-        range_constraints=dict(ep.range_constraints),
-        module_call_graph=copy.deepcopy(ep.module_call_graph),
-        constants=constants,
-    )
+    return regraphed(ep, gm, signature, state_dict, constants, dict(ep.range_constraints))
 
 
 def legalize(ep: ExportedProgram, strict: bool = False) -> tuple[ExportedProgram, Summary | None]:

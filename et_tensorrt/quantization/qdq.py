@@ -349,6 +349,18 @@ def _activation_verdict(q: QuantNode, ep) -> Verdict:
     return Verdict(DROP, what, why, _ACTIVATION_FIX)
 
 
+def _undroppable(verdict: Verdict, because: str) -> Verdict:
+    """An activation quantization TensorRT cannot express that cannot be dropped either: its quantized values
+    are more than the input of its own dequantize."""
+    return Verdict(
+        REFUSE,
+        verdict.what,
+        f"{verdict.why}, and {because}",
+        "quantize it as TensorRT does (static, symmetric, per tensor, int8), or keep the quantized values inside "
+        "the program, each read only by its dequantize",
+    )
+
+
 def _pair_source(ep, q: QuantNode, reads: dict[str, QuantNode]) -> tuple[str, QuantNode | None]:
     """What a node's quantized input is: "weight" (a constant), "quantize" (a Q node of the program, returned)
     or "input" (anything else: a quantized tensor the partition receives)."""
@@ -376,15 +388,8 @@ def verdicts(ep, nodes: Iterable[Node] | None = None) -> dict[str, Verdict]:
             out[q.node.name] = _weight_verdict(q, ep, FOLD)
             continue
         verdict = _activation_verdict(q, ep)
-        users = list(q.node.users)
-        if verdict.action == DROP and not all(reads.get(u.name, q).kind == DEQUANTIZE for u in users):
-            verdict = Verdict(
-                REFUSE,
-                verdict.what,
-                f"{verdict.why}, and the quantized values leave it (not only into a dequantize)",
-                "dequantize the activation where it is quantized, or quantize it as TensorRT does "
-                "(static, symmetric, per tensor, int8)",
-            )
+        if verdict.action == DROP and not all(reads.get(u.name, q).kind == DEQUANTIZE for u in q.node.users):
+            verdict = _undroppable(verdict, "the quantized values leave it (not only into a dequantize)")
         out[q.node.name] = verdict
     for q in reads.values():
         if q.kind != DEQUANTIZE:
@@ -404,13 +409,7 @@ def verdicts(ep, nodes: Iterable[Node] | None = None) -> dict[str, Verdict]:
         else:
             verdict = _activation_verdict(q, ep)
             if verdict.action == DROP:  # the partition receives quantized values: nothing to drop
-                verdict = Verdict(
-                    REFUSE,
-                    verdict.what,
-                    f"{verdict.why}, and the quantized values come from outside the engine",
-                    "quantize the program's inputs statically and symmetrically per tensor to int8, or pass "
-                    "float inputs",
-                )
+                verdict = _undroppable(verdict, "the quantized values come from outside the engine")
             out[q.node.name] = verdict
     for q in reads.values():
         if q.kind != CHOOSE_QPARAMS:
