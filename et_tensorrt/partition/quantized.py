@@ -102,10 +102,10 @@ def check(
         problem = fp8_arch_problem(build.target_archs)
         if problem is not None:
             problems.append(f"{', '.join(fp8)} (FP8): {problem}")
-    if problems:
-        listing = "\n".join(f"  {p}" for p in problems)
+    if problems:  # one line (the command line prints an error's first line): numbered problems
+        listing = " ".join(f"[{i}] {p}" for i, p in enumerate(problems, 1))
         raise QuantizationError(
-            f"et_tensorrt cannot lower this quantized program ({len(problems)} problem(s)); nothing was built:\n"
+            f"et_tensorrt cannot lower this quantized program ({len(problems)} problem(s)); nothing was built: "
             + listing
         )
     if dropped:
