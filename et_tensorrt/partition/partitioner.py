@@ -155,8 +155,11 @@ class TensorRTPartitioner(Partitioner):
             return Reason(ReasonCode.UNSUPPORTED_ARGS, f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
             return Reason(ReasonCode.PRODUCER_REFUSED, f"{node.args[0].name} stays on host")
-        if name in QUANTIZATION_OPS:  # its dtypes (FP8, int4 in int8) are the verdict's to judge
-            verdict = verdicts[node.name]
+        # A quantization node's dtypes (FP8, int4 in int8, choose_qparams' float64 scales, read by getitem) are its
+        # verdict's to judge.
+        judged = node.args[0].name if name == "operator.getitem" else node.name
+        if name in QUANTIZATION_OPS or judged in verdicts:
+            verdict = verdicts[judged]
             if verdict.action == qdq.REFUSE:
                 return Reason(ReasonCode.UNSUPPORTED_QUANTIZATION, f"{verdict.what}: {verdict.why}")
         else:

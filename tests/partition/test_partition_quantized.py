@@ -101,3 +101,26 @@ def test_nonzero_weight_zero_point_is_read_before_to_edge():
     to_edge, and a nonzero one stops the lowering before any work."""
     with pytest.raises(QuantizationError, match=r"(?s)dequantize_per_tensor.*zero point is not 0"):
         et_tensorrt.lower(_Quantized(zero_point=2), (torch.randn(2, 16),), min_block_size=1)
+
+
+def test_pt2e_dynamic_quantization_goes_with_the_linear():
+    """XNNPACK's dynamic config (``--pt2e_quantize xnnpack_dynamic``): choose_qparams computes float64 scales at
+    run time; the chain, its getitems included, is read as quantization (dropped later), not refused as float64."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(4, 128),)
+    config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
+    with torch.no_grad():
+        prepared = prepare_pt2e(
+            torch.export.export(qm.Mlp().eval(), inputs).module(), XNNPACKQuantizer().set_global(config)
+        )
+        prepared(*inputs)
+        converted = convert_pt2e(prepared)
+    report = et_tensorrt.explain(torch.export.export(converted, inputs), min_block_size=1)
+    assert sum(d.op == "quantized_decomposed.choose_qparams.tensor" for d in report.nodes) == 2
+    assert len(report.partitions) == 1 and not report.host_nodes, str(report)
