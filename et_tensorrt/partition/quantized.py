@@ -97,6 +97,17 @@ def check(
         for name in dropped:
             v = verdicts[name]
             problems.append(f"{name} ({v.what}): {v.why}; strict_quantization=True refuses to run it in float")
+    if build.weights == "refit":  # the REFIT_MAP carries no INT4 or FP8 element type
+        narrow = [
+            n
+            for n, v in verdicts.items()
+            if v.action == qdq.KEEP and (reads[n].bits == 4 or reads[n].dtype in qdq.FP8_DTYPES)
+        ]
+        if narrow:
+            problems.append(
+                f"{', '.join(narrow)} (int4 / FP8 weights): weights='refit' cannot refit INT4 or FP8 initializers (the "
+                "REFIT_MAP has no such element type); lower with weights='both' or 'engine-only'"
+            )
     fp8 = [n for n, v in verdicts.items() if v.action != qdq.DROP and reads[n].dtype in qdq.FP8_DTYPES]
     if fp8:
         problem = fp8_arch_problem(build.target_archs)

@@ -231,3 +231,9 @@ def test_executorch_llama_8da4w_decodes_in_one_engine():
     assert max(s.max_error for s in steps) <= 1e-4  # against its weight-only eager reading
     assert all(s.state_bytes == 0 for s in steps)
     assert "weights int4 (15)" in format_program(inspect_bytes(pte))
+
+
+def test_int4_weights_refuse_the_refit_mode_before_any_work():
+    model, inputs = _model("int4_weight_only")
+    with pytest.raises(QuantizationError, match=r"weights='refit' cannot refit INT4"):
+        _lower_counting(qm.quantize_torchao(model, "int4_weight_only"), inputs, weights="refit")
