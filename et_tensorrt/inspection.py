@@ -306,6 +306,30 @@ def format_program(info: ProgramInfo, source: str = "") -> str:
     return "\n".join(lines)
 
 
+_QTYPE_NAMES = {"float8_e4m3fn": "fp8"}
+
+
+def quantization_text(meta: dict) -> str:
+    """The engine's quantized precision from its METADATA (``quantization``, stage legalize_quant): weights and
+    activations, e.g. "weights int4 (4), activations fp32 (2 activation Q/DQ dropped: run in float)"; "" when the
+    partition holds no quantization."""
+    q = meta.get("quantization")
+    if not isinstance(q, dict):
+        return ""
+
+    def kinds(counts) -> str:
+        counts = counts if isinstance(counts, dict) else {}
+        return ", ".join(f"{_QTYPE_NAMES.get(k, k)} ({v})" for k, v in sorted(counts.items()))
+
+    weights = kinds(q.get("weights")) or meta.get("precision", "?")
+    activations = kinds(q.get("activations")) or meta.get("precision", "?")
+    text = f"weights {weights}, activations {activations}"
+    dropped = q.get("dropped_activation_qdq") or 0
+    if dropped:
+        text += f" ({dropped} activation Q/DQ TensorRT cannot express dropped: they run in float)"
+    return text
+
+
 def format_delegate(d: DelegateInfo) -> list:
     head = f"delegate {d.index}: {d.backend_id}, {_kib(d.size)}"
     if not d.ours:
@@ -365,6 +389,9 @@ def format_delegate(d: DelegateInfo) -> list:
             f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) from WEIGHTS, "
             f"{_kib(raw)} raw (builds the engine for other GPUs)"
         )
+    quantization = quantization_text(meta)
+    if quantization:
+        lines.append(f"  quantized: {quantization}")
     if meta.get("profile_max_picked"):
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
     rows = [("role", "name", "device", "spec (dynamic dims: min..max (opt))")]

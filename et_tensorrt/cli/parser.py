@@ -196,6 +196,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         "default: the builder's)",
     )
     p.add_argument(
+        "--strict-quantization",
+        action="store_true",
+        help="refuse activation quantization TensorRT cannot express (a nonzero zero point, dynamic or per-token "
+        "scales) instead of running those activations in float (default: run them in float, with a warning)",
+    )
+    p.add_argument(
         "--zero-copy-inputs",
         action=argparse.BooleanOptionalAction,
         default=True,

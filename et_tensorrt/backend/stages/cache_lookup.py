@@ -15,6 +15,7 @@ from et_tensorrt import compile_specs as cs
 from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.onnx_export import OnnxExport, partition_io
 from et_tensorrt.backend.profiles import decode_dynamic_dims
+from et_tensorrt.backend.quant_legalization import host_program
 from et_tensorrt.backend.stages.job import PartitionJob, _recorders, stats
 from et_tensorrt.backend.stages.to_onnx import export_program, record_devices
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
@@ -25,9 +26,10 @@ logger = logging.getLogger("et_tensorrt")
 
 def _program(aten_ep: ExportedProgram) -> tuple[tuple[bytes, list] | None, EngineBuildError | None]:
     """(GRAPH, WEIGHTS) of the embedded program, not yet checked by the safe loader's rules (a cache hit
-    needs no check: its GRAPH passed when the entry was stored), or the error that refuses it."""
+    needs no check: its GRAPH passed when the entry was stored), or the error that refuses it. Quantize and
+    dequantize are spelled as aten arithmetic there, over the same quantized weights (``host_program``)."""
     try:
-        return serialize_program(aten_ep, check=False), None
+        return serialize_program(host_program(aten_ep), check=False), None
     except EngineBuildError as exc:
         return None, exc
 

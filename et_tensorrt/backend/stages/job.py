@@ -68,6 +68,8 @@ class PartitionJob:
     # to_aten
     recorded: ExportedProgram | None = None  # the aten program, on the devices the partition recorded
     aten_ep: ExportedProgram | None = None  # the same on the host: ONNX, validation, the embedded program
+    # legalize_quant
+    quantization: dict | None = None  # what the partition's quantization became (quant_legalization.Summary)
     # lift_state
     states: list[State] = field(default_factory=list)
     engine_ep: ExportedProgram | None = None  # the aten program with the states as trailing inputs/outputs
