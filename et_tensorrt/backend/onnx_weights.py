@@ -58,7 +58,20 @@ _ONNX_TO_TORCH = {
     12: torch.uint32,
     13: torch.uint64,
     16: torch.bfloat16,
+    17: torch.float8_e4m3fn,
+    18: torch.float8_e4m3fnuz,
+    19: torch.float8_e5m2,
+    20: torch.float8_e5m2fnuz,
 }
+
+
+# Sub-byte element types (UINT4, INT4, FLOAT4E2M1: quantized weights, two per byte, low nibble first): held as
+# their packed bytes in a 1-D uint8 tensor, which is what TensorRT's load_initializer and a raw_data field take.
+PACKED_TYPES = frozenset({21, 22, 23})
+
+
+def _packed(data: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
 
 
 def torch_dtype(onnx_type: int) -> torch.dtype | None:
@@ -84,6 +97,8 @@ def _as_tensor(value) -> torch.Tensor:
     """The bytes of an onnx_ir tensor as a contiguous host ``torch.Tensor``: the program's own tensor when the
     exporter kept it (``TorchTensor``), a view of the exporter's numpy array otherwise; a copy only when
     neither exposes its memory."""
+    if int(value.dtype) in PACKED_TYPES:
+        return _packed(value.tobytes())
     raw = getattr(value, "raw", None)
     if isinstance(raw, torch.Tensor):
         return raw.detach().to("cpu").contiguous()  # no copy for a dense host tensor
@@ -156,6 +171,8 @@ def checkable(proto: onnx.ModelProto) -> onnx.ModelProto:
 def _inline_tensor(init) -> torch.Tensor:
     from onnx import numpy_helper
 
+    if init.data_type in PACKED_TYPES:
+        return _packed(init.raw_data)
     dtype = torch_dtype(init.data_type)
     if dtype is None:
         raise EngineBuildError(f"ONNX initializer {init.name!r} has element type {init.data_type}, which torch lacks")
@@ -247,6 +264,10 @@ def onnxruntime_session(export: OnnxExport, options=None, providers=("CPUExecuti
 
     options = options or ort.SessionOptions()
     small = {n for n, t in export.initializers.items() if t.numel() * t.element_size() < ORT_INLINE_BYTES}
+    # An OrtValue cannot say "int4": packed initializers go inline (a copy of their bytes, half a byte a weight).
+    small |= {
+        i.name for i in export.model.graph.initializer if i.data_type in PACKED_TYPES and i.name in export.initializers
+    }
     values = {name: _ort_value(t) for name, t in export.initializers.items() if name not in small}
     if values:
         options.add_external_initializers(list(values), list(values.values()))

@@ -18,7 +18,7 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import QuantizationError, QuantizationWarning
-from et_tensorrt.backend import stages
+from et_tensorrt.backend import onnx_weights, stages
 from et_tensorrt.backend.stages.job import record_exports
 from et_tensorrt.inspection import format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
@@ -108,8 +108,10 @@ def test_onnx_quantized_as_tensorrt_takes_it(lowered):
     assert all(len(n.input) == 2 for n in lowered.onnx_nodes("DequantizeLinear")), "a zero point reached the ONNX"
     if lowered.case in ("int4_weight_only", "8da4w"):
         assert weight_types == ["INT4"]
+        held = dict(onnx_weights.initializers(lowered.export))
         for w, node in zip(weights, dequantize):
-            assert len(w.raw_data) == torch.Size(w.dims).numel() // 2  # packed
+            packed = held[w.name]  # held outside the protobuf (backend/onnx_weights.py), as its packed bytes
+            assert packed.dtype == torch.uint8 and packed.numel() == torch.Size(w.dims).numel() // 2
             assert {a.name: a.i for a in node.attribute}["block_size"] == qm.GROUP_SIZE
     else:
         assert weight_types == ["INT8"]
