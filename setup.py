@@ -85,6 +85,13 @@ setup(
             "pytest-xdist",
             "pytest-json-report",
             "pytest-timeout",
+            # real models without downloads: HF tiny configs (the model-zoo slice, the static-cache decoder) and
+            # the byte-level BPE tokenizer TextLLMRunner reads (tests/cli/test_cli_generate.py)
+            "transformers>=5.25,<5.26",
+            "tokenizers>=0.22,<0.24",
+            # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
+            # series executorch 1.5.1 declares
+            "torchao>=0.18,<0.19",
             # the lint gate (.ci/run, .pre-commit-config.yaml): pinned so every checkout formats alike
             "ruff==0.17.6",
             "clang-format==23.1.5",

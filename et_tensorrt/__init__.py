@@ -6,10 +6,12 @@ ExecuTorch's ``libexecutorch.so``). The ahead-of-time parts (partitioner, loweri
 (torchao, torch's pytree and ONNX exporter) is held back while they run, and only then (``_quiet.py``).
 """
 
+import importlib
+
 import torch  # noqa: F401  (the native module needs torch's libraries loaded first)
 
 from . import _C  # noqa: F401
-from ._quiet import QuietCall, import_quietly
+from ._quiet import QuietCall, quiet_dependencies
 from .descriptors import Device, TensorDescriptor, describe, describe_inputs, translate_device
 from .errors import (
     BlobFormatError,
@@ -22,6 +24,8 @@ from .errors import (
     PlacementError,
     PlacementWarning,
     ProgramRefusedError,
+    QuantizationError,
+    QuantizationWarning,
     RunnerError,
     UnmatchedOpWarning,
     UnsupportedDeviceError,
@@ -63,6 +67,8 @@ __all__ = [
     "PlacementError",
     "PlacementWarning",
     "ProgramRefusedError",
+    "QuantizationError",
+    "QuantizationWarning",
     "RunnerError",
     "TensorDescriptor",
     "UnmatchedOpWarning",
@@ -82,7 +88,8 @@ _QUIET_CALLS = {"explain", "lower", "save"}
 
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(import_quietly(_LAZY[name], __name__), name)
+        with quiet_dependencies():  # the subpackage may itself load lazily (partition/): quiet its getattr too
+            value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         value = QuietCall(value) if name in _QUIET_CALLS else value
         globals()[name] = value  # imported once
         return value

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import logging
 import threading
 import warnings
@@ -97,11 +96,6 @@ def quiet_dependencies():
         yield
     finally:
         _exit()
-
-
-def import_quietly(name: str, package: str | None = None):
-    with quiet_dependencies():
-        return importlib.import_module(name, package)
 
 
 class QuietCall:

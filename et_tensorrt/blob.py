@@ -37,7 +37,7 @@ SECTION_WEIGHTS = 6
 SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
 SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
 SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
-# (kind 10 belongs to RECIPE, 12 to the quantization work: other branches)
+SECTION_RECIPE = 10  # how to build the engine on the device: weightless ONNX + initializer recipes (et_tensorrt.recipe)
 SECTION_NAMED_DATA = 11  # the ENGINE and WEIGHTS data that live in ExecuTorch's named data, by key
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
@@ -188,6 +188,7 @@ class Blob:
     refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
     states: list = field(default_factory=list)  # et_tensorrt.state_table.StateEntry, as the reader parsed them
     named: list[NamedRef] = field(default_factory=list)  # the data the blob leaves to ExecuTorch's named data
+    recipe: object | None = None  # et_tensorrt.recipe.Recipe: the RECIPE section, None without one
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -279,6 +280,7 @@ class Blob:
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
+        from et_tensorrt import recipe as recipe_mod
         from et_tensorrt import refit_map as refit_map_mod
         from et_tensorrt import state_table
 
@@ -293,6 +295,7 @@ class Blob:
             refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
             states=state_table.from_parsed(parsed.get("states") or []),
             named=[NamedRef(n["target"], n["index"], n["key"], n["nbytes"]) for n in parsed.get("named_data") or []],
+            recipe=recipe_mod.Recipe.from_parsed(parsed.get("recipe"), copy=copy),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
@@ -501,6 +504,7 @@ def write_blob(
     weights: Sequence[Weight] = (),
     refit_map: bytes | None = None,
     state: bytes | None = None,
+    recipe: bytes | None = None,
     metadata: dict | None = None,
     named: Sequence[NamedRef] = (),
     exec_device_type: int = DEVICE_CUDA,
@@ -508,9 +512,11 @@ def write_blob(
 ) -> bytes:
     """A version-3 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
     REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
-    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers.
-    ``engine``: bytes, or data held elsewhere (backend/held_data.py), read into the blob. ``named``: the engine
-    and weights whose data is ExecuTorch named data instead (a NAMED_DATA section; the engine is then None)."""
+    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers;
+    ``recipe``: the RECIPE payload (et_tensorrt.recipe.encode), whose initializers are rebuilt from WEIGHTS (in
+    the blob or named). ``engine``: bytes, or a file region (backend/held_data.py), read into the blob.
+    ``named``: the engine and weights whose data is ExecuTorch named data instead (a NAMED_DATA section; the
+    engine is then None)."""
     named_engine = any(r.target == NAMED_ENGINE for r in named)
     if named_engine and engine is not None:
         raise BlobFormatError("the engine is in the blob or named data, not both")
@@ -520,10 +526,12 @@ def write_blob(
         raise BlobFormatError("a blob needs an ENGINE, a GRAPH + WEIGHTS program, or both")
     if refit_map is not None and ((engine is None and not named_engine) or graph is None):
         raise BlobFormatError("a REFIT_MAP needs the ENGINE it refits and the WEIGHTS it refits it from")
+    if recipe is not None and graph is None:
+        raise BlobFormatError("a RECIPE needs the WEIGHTS its initializers are rebuilt from")
     sections = [(SECTION_IO_TABLE, encode_io_table(io))]
-    if engine is not None:
+    if engine is not None:  # a file region's bytes are copied once, from the mapped file into the blob
         sections.append(
-            (SECTION_ENGINE, engine if isinstance(engine, (bytes, bytearray, memoryview)) else engine.to_bytes())
+            (SECTION_ENGINE, engine if isinstance(engine, (bytes, bytearray, memoryview)) else engine.view())
         )
     if graph is not None:
         named_weights = frozenset(r.index for r in named if r.target == NAMED_WEIGHT)
@@ -533,6 +541,8 @@ def write_blob(
         sections.append((SECTION_REFIT_MAP, refit_map))
     if state is not None:
         sections.append((SECTION_STATE, state))
+    if recipe is not None:
+        sections.append((SECTION_RECIPE, recipe))
     if named:
         sections.append((SECTION_NAMED_DATA, encode_named_data(named)))
     if metadata:
@@ -541,15 +551,34 @@ def write_blob(
     return write_sections(sections, exec_device_type, exec_device_index, flags=flags)
 
 
+def replace_sections(data: bytes, changes: dict[int, bytes | None]) -> bytes:
+    """``data`` (a blob the reader accepts) with the sections in ``changes`` replaced, added, or (None) removed,
+    written again as version 3 (its DIGESTS recomputed); the header's execution device is kept, its flags follow
+    the sections (STATE, NAMED_DATA)."""
+    read_blob(data, copy=False)  # refuse a damaged blob before copying any of it
+    exec_type, exec_index = struct.unpack_from("<bb", data, 24)
+    count = struct.unpack_from("<I", data, 12)[0]
+    sections = []
+    for i in range(count):
+        kind, _, offset, size = _SECTION.unpack_from(data, HEADER_SIZE + SECTION_ENTRY_SIZE * i)
+        if kind != SECTION_DIGESTS and kind not in changes:
+            sections.append((kind, memoryview(data)[offset : offset + size]))
+    sections += [(kind, payload) for kind, payload in changes.items() if payload is not None]
+    kinds = {kind for kind, _ in sections}
+    flags = (FLAG_STATE if SECTION_STATE in kinds else 0) | (FLAG_NAMED_DATA if SECTION_NAMED_DATA in kinds else 0)
+    return write_sections(sections, exec_type, exec_index, flags=flags)
+
+
 # --------------------------------------------------------------------------------------------- reader
 
 
-def read_blob(data) -> Blob:
-    """Parse a blob with the runtime's C++ reader; every structural problem raises BlobFormatError."""
+def read_blob(data, *, copy: bool = True) -> Blob:
+    """Parse a blob with the runtime's C++ reader; every structural problem raises BlobFormatError. ``copy=False``:
+    the sections are views of ``data`` (bytes), not copies of them."""
     from et_tensorrt import _C
 
     data = bytes(data)
-    return Blob.from_parsed(_C.parse_blob(data), data)
+    return Blob.from_parsed(_C.parse_blob(data), data, copy=copy)
 
 
 def program_digest(blob: Blob) -> str:

@@ -33,6 +33,9 @@ UNBOUNDED_MAX_FACTOR = "et_tensorrt.unbounded_max_factor"  # profile max of an u
 WEIGHTS = "et_tensorrt.weights"  # b"both" | b"refit" | b"engine-only": where the blob keeps the weights
 CACHE = "et_tensorrt.cache"  # b"1" | b"0": reuse and store built partitions in the on-disk build cache
 NAMED_DATA = "et_tensorrt.named_data"  # b"off" | b"pte" | b"ptd": engines and weights in ExecuTorch's named data
+DEVICE_BUILD = "et_tensorrt.device_build"  # b"1" | b"0": a RECIPE in each blob, to build the engine on the device
+# b"1" | b"0": refuse activation quantization TensorRT cannot express instead of running it in float
+STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -192,6 +195,27 @@ class BuildOptions:
         _flag("cache"),
         _flag_text,
         shapes_engine=False,
+    )
+
+    device_build: bool = _option(
+        DEVICE_BUILD,
+        True,
+        "carry a build recipe in each blob (the ONNX graph without weight bytes, initializers rebuilt from the "
+        "program's weights): a GPU the ahead-of-time engine does not run on builds its own engine at load time "
+        "with the TensorRT installed there (docs/blob-format.md, RECIPE)",
+        _flag("device_build"),
+        _flag_text,
+        shapes_engine=False,  # the ahead-of-time engine is the same; the cache entry keeps the recipe too
+    )
+
+    strict_quantization: bool = _option(
+        STRICT_QUANTIZATION,
+        False,
+        "refuse activation quantization TensorRT cannot express (a nonzero zero point, dynamic or per-token "
+        "scales) instead of running those activations in float with the weights still quantized",
+        _flag("strict_quantization"),
+        _flag_text,
+        shapes_engine=False,  # it only refuses: an engine it lets through is the one built without it
     )
 
     weights: str = _option(

@@ -44,6 +44,13 @@ class PartitionError(ValueError):
     """`require_full_compilation=True` and some node must stay on the host."""
 
 
+class QuantizationError(PartitionError):
+    """A quantized program holds a quantize/dequantize TensorRT cannot run (an asymmetric weight, a quantized
+    op that would stay on the host, where ExecuTorch has no kernel for it) or, with ``strict_quantization``, an
+    activation quantization it would run in float. Raised by the partitioner, before any engine is built; the
+    message names the node, its op and what to do."""
+
+
 class PlacementError(RuntimeError):
     """The delegate cannot place an input or output (dtype, shape or device it cannot take)."""
 
@@ -62,6 +69,11 @@ class OptionError(ValueError):
 
 class PlacementWarning(UserWarning):
     """A node's device would otherwise have been dropped (it is kept on the host instead)."""
+
+
+class QuantizationWarning(UserWarning):
+    """Activation quantization TensorRT cannot express (a nonzero zero point, dynamic or per-token scales) was
+    dropped: those activations run in the engine's float precision, the weights stay quantized."""
 
 
 class UnmatchedOpWarning(UserWarning):

@@ -203,9 +203,9 @@ def _deserialize(data: bytes, source: str):
         raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
 
 
-def named_data(pte: bytes) -> dict[str, bytes]:
-    """The named data a program keeps inside its ``.pte`` (key -> bytes; ``named_data="pte"``); a ``.ptd``'s is
-    read by the runtime's data loaders."""
+def named_data(pte: bytes, data_path: str | os.PathLike | None = None) -> dict[str, bytes | memoryview]:
+    """The named data a program keeps (key -> its bytes): inside its ``.pte`` (``named_data="pte"``) and, given
+    ``data_path``, in its ``.ptd`` (``named_data="ptd"``; read-only views of the mapped file, never read whole)."""
     check_header(pte)
     try:
         from executorch.exir._serialize._program import deserialize_pte_binary
@@ -213,9 +213,42 @@ def named_data(pte: bytes) -> dict[str, bytes]:
         store = deserialize_pte_binary(bytes(pte)).named_data
     except Exception as e:  # noqa: BLE001 - as _deserialize
         raise NotAProgramError(f"input could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
-    if store is None:
-        return {}
-    return {key: bytes(store.buffers[entry.buffer_index]) for key, entry in store.pte_data.items()}
+    out = {} if store is None else {key: bytes(store.buffers[e.buffer_index]) for key, e in store.pte_data.items()}
+    if data_path is not None:
+        out.update(_ptd_data(data_path))
+    return out
+
+
+def _ptd_data(path: str | os.PathLike) -> dict[str, memoryview]:
+    """A .ptd's named data (ExecuTorch's flat_tensor file: header, flatbuffer, segments), each datum a view of
+    the mapped file. Only the flatbuffer (the keys and offsets, a few KiB) is decoded."""
+    import mmap
+
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorHeader, _deserialize_to_flat_tensor
+
+    with open(path, "rb") as f:
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError as e:  # an empty file
+            raise NotAProgramError(f"{os.fspath(path)} is not a .ptd (ExecuTorch named data): {e}") from e
+    view = memoryview(mapped)
+    try:
+        header = FlatTensorHeader.from_bytes(bytes(view[8 : 8 + FlatTensorHeader.EXPECTED_LENGTH]))
+        if not header.is_valid():
+            raise ValueError("no flat_tensor header")
+        flat = _deserialize_to_flat_tensor(bytes(view[: header.flatbuffer_offset + header.flatbuffer_size]))
+        out = {}
+        for entry in flat.named_data:
+            segment = flat.segments[entry.segment_index]
+            start = header.segment_base_offset + segment.offset
+            if start + segment.size > len(view):
+                raise ValueError(f"named data {entry.key!r} ends past the file")
+            out[entry.key] = view[start : start + segment.size]
+    except Exception as e:  # noqa: BLE001 - a corrupt file raises anything from ValueError to flatc's errors
+        raise NotAProgramError(
+            f"{os.fspath(path)} could not be read as a .ptd (ExecuTorch named data): {type(e).__name__}: {e}"
+        ) from e
+    return out
 
 
 def delegate_blobs(pte: bytes, backend_id: str | None = None) -> list[bytes]:
@@ -321,6 +354,30 @@ def format_program(info: ProgramInfo, source: str = "") -> str:
     return "\n".join(lines)
 
 
+_QTYPE_NAMES = {"float8_e4m3fn": "fp8"}
+
+
+def quantization_text(meta: dict) -> str:
+    """The engine's quantized precision from its METADATA (``quantization``, stage legalize_quant): weights and
+    activations, e.g. "weights int4 (4), activations fp32 (2 activation Q/DQ dropped: run in float)"; "" when the
+    partition holds no quantization."""
+    q = meta.get("quantization")
+    if not isinstance(q, dict):
+        return ""
+
+    def kinds(counts) -> str:
+        counts = counts if isinstance(counts, dict) else {}
+        return ", ".join(f"{_QTYPE_NAMES.get(k, k)} ({v})" for k, v in sorted(counts.items()))
+
+    weights = kinds(q.get("weights")) or meta.get("precision", "?")
+    activations = kinds(q.get("activations")) or meta.get("precision", "?")
+    text = f"weights {weights}, activations {activations}"
+    dropped = q.get("dropped_activation_qdq") or 0
+    if dropped:
+        text += f" ({dropped} activation Q/DQ TensorRT cannot express dropped: they run in float)"
+    return text
+
+
 def format_delegate(d: DelegateInfo) -> list:
     head = f"delegate {d.index}: {d.backend_id}, {_kib(d.size)}"
     if not d.ours:
@@ -382,6 +439,18 @@ def format_delegate(d: DelegateInfo) -> list:
         f"{meta.get('precision', '?')}, targets {', '.join(targets) if targets else 'default (builder)'}, "
         f"ONNX opset {meta.get('onnx_opset', '?')}, {meta.get('nodes', '?')} node(s)"
     )
+    recipe = b.recipe
+    if recipe is not None and not recipe.usable:
+        lines.append(f"  build recipe: layout version {recipe.version}, newer than this et_tensorrt reads")
+    elif recipe is not None:
+        raw = sum(s.nbytes for e in recipe.entries for s in e.steps if s.op == 2)  # refit_map.RAW
+        lines.append(
+            f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) from WEIGHTS, "
+            f"{_kib(raw)} raw (builds the engine for other GPUs)"
+        )
+    quantization = quantization_text(meta)
+    if quantization:
+        lines.append(f"  quantized: {quantization}")
     if meta.get("profile_max_picked"):
         lines.append(f"  unbounded dims built up to: {meta['profile_max_picked']}")
     rows = [("role", "name", "device", "spec (dynamic dims: min..max (opt))")]

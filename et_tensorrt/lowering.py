@@ -67,7 +67,9 @@ def lower(
     1 GiB: a partition holding more weight bytes is split, so building one engine never needs more) or are
     :class:`BuildOptions` fields (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``,
     ``workspace_bytes``, ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or
-    ``engine-only``, ``named_data``: ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`),
+    ``engine-only``, ``named_data``: ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`;
+    ``device_build``: a RECIPE in each blob so a GPU the engine does not run on builds its own, default True;
+    ``strict_quantization``: refuse activation quantization TensorRT cannot express, see docs/quantization.md),
     given one by one or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that
     return a constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there,
     see :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a

@@ -50,6 +50,21 @@ EXACT = Tolerances(rtol=0.0, atol=0.0)
 ASSERT_CLOSE_FP32 = Tolerances(rtol=1.3e-6, atol=1e-5)
 
 
+# Quantized programs: a value quantized by two runtimes whose float arithmetic differs in the last bit may round
+# to neighbouring steps (an int8 step is 1/127 of the range, an FP8 E4M3 step up to 1/14 of the value), so
+# outputs are compared within this share of their largest magnitude (docs/quantization.md).
+QUANTIZED_SHARE = 0.02
+
+
+def for_quantized(precision: str, expected) -> Tolerances:
+    """``for_precision``'s tolerances, with an absolute tolerance of ``QUANTIZED_SHARE`` of the largest
+    magnitude among the ``expected`` outputs."""
+    base = for_precision(precision)
+    tensors = [e for e in expected if isinstance(e, torch.Tensor) and e.is_floating_point() and e.numel()]
+    absmax = max((float(e.abs().max()) for e in tensors), default=0.0)
+    return Tolerances(rtol=base.rtol, atol=max(base.atol, QUANTIZED_SHARE * absmax))
+
+
 def for_precision(precision: str) -> Tolerances:
     try:
         return TOLERANCES[precision]

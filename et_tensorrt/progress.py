@@ -25,9 +25,11 @@ logger = logging.getLogger("et_tensorrt")
 
 # What users read for each preprocess stage (backend/stages/__init__.py names them).
 STAGE_TITLES = {
+    "legalize_quant": "quantization legalization",
     "cache_lookup": "build-cache lookup",
     "to_onnx": "ONNX export",
     "validate": "validation",
+    "recipe": "build recipe",
     "build": "engine build",
     "embed": "embedding",
     "serialize": "serialization",

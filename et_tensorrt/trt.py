@@ -1,19 +1,45 @@
-"""The one place that imports TensorRT: full ``tensorrt`` when present, else ``tensorrt_rtx``.
+"""The one place that imports TensorRT, and the one place its two flavours differ.
 
-Both expose the same builder/parser Python API for what we use (Builder, OnnxParser, BuilderConfig,
-optimization profiles). Differences handled here: TensorRT-RTX networks are always strongly typed and
-RTX can target compute capabilities ahead of time (``config.set_compute_capability``).
+Flavours: full TensorRT (``tensorrt``: data-center GPUs, Jetson's JetPack) and TensorRT-RTX (``tensorrt_rtx``).
+Both expose the same builder, parser and runtime Python API for what we use (Builder, OnnxParser with
+``load_model_proto``/``load_initializer``, BuilderConfig, optimization profiles, Refitter, Runtime). What
+differs lives in :class:`Flavour`:
+
+- **networks**: TensorRT-RTX networks are always strongly typed (no flag); TensorRT's are strongly typed through
+  ``NetworkDefinitionCreationFlag.STRONGLY_TYPED`` (precision then comes from the ONNX tensor types in both).
+- **targets**: TensorRT-RTX builds ahead of time, without a GPU, for named compute capabilities
+  (``config.set_compute_capability``; by default its documented portable set, SM75 only when asked); TensorRT
+  builds for the GPU it runs on and has no target API. So an RTX engine runs where its targets name the GPU; a
+  TensorRT engine on the GPU model it was built on.
+- **runtime config**: TensorRT-RTX's ``IRuntimeConfig`` adds a runtime (JIT kernel) cache, CUDA-graph and
+  dynamic-shape strategies; TensorRT's has only the allocation strategy. Neither is set today: contexts are
+  made with the engine's defaults in both.
+- **builder flags**: weight stripping (STRIP_PLAN, REFIT_IDENTICAL) exists in both (TensorRT-RTX builds it only
+  with a GPU); REQUIRE_USER_ALLOCATION is RTX-only. :meth:`Flavour.builder_flag` names what is missing.
+- **serialization**: both stream the engine out as they serialize it (``build_serialized_network_to_stream``
+  with an ``IStreamWriter``); a TensorRT without it (before 10.x, JetPack 6's 10.3) hands the whole engine over
+  at once. :meth:`Flavour.build_to` hides which.
+
+An engine runs only with the flavour and version that built it (no version-compatible engines: those embed a
+lean runtime, i.e. host code, which the delegate refuses). ``module()`` / ``flavour()`` / ``version()`` are the
+builder lowering uses (``tensorrt`` when importable, else ``tensorrt_rtx``); :func:`get` loads a named flavour
+(the runtime deserializes an engine with the flavour that built it); :func:`builders` lists the importable ones.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
 from et_tensorrt.errors import EngineBuildError
 
 _FLAVOURS = ("tensorrt", "tensorrt_rtx")
+LABELS = {"tensorrt": "TensorRT", "tensorrt_rtx": "TensorRT-RTX"}
+# TensorRT-RTX's targets when none is named (its docs: portable across compute capability 8.0, 8.6, 8.9, 12.0
+# and later; Turing (SM75) only when named). Members of its ComputeCapability outside this set are named only.
+_RTX_UNNAMED_EXCLUDES = ("sm75",)
 
 
 def data_type_name(dtype) -> str | None:
@@ -33,18 +59,174 @@ def data_type_name(dtype) -> str | None:
     }.get(dtype)
 
 
+def sm_name(capability: tuple[int, int]) -> str:
+    """``(9, 0)`` -> ``"sm90"`` (the spelling of targets, cache keys and messages)."""
+    return f"sm{capability[0]}{capability[1]}"
+
+
+def normalize_arch(arch: str) -> str:
+    """``"sm86"`` / ``"sm_86"`` / ``"86"`` / ``"8.6"`` -> ``"sm86"``; ``"current"`` stays."""
+    text = arch.strip().lower().replace(".", "")
+    if text.startswith("sm_"):
+        text = text[3:]
+    elif text.startswith("sm"):
+        text = text[2:]
+    return text if text == "current" else f"sm{text}"
+
+
+@dataclass(frozen=True, eq=False)
+class Flavour:
+    """One imported TensorRT flavour: its name (``tensorrt`` or ``tensorrt_rtx``) and module."""
+
+    name: str
+    module: ModuleType
+
+    @property
+    def version(self) -> str:
+        return str(getattr(self.module, "__version__", "unknown"))
+
+    @property
+    def label(self) -> str:
+        """``"TensorRT 11.4"`` / ``"TensorRT-RTX 1.7.1"`` (TensorRT-RTX: major.minor.patch; TensorRT: major.minor)."""
+        parts = self.version.split(".")
+        return f"{LABELS.get(self.name, self.name)} {'.'.join(parts[: 3 if self.is_rtx else 2])}"
+
+    @property
+    def is_rtx(self) -> bool:
+        return self.name == "tensorrt_rtx"
+
+    @property
+    def can_build(self) -> bool:
+        """Whether this is a builder (the lean and dispatch runtimes are not)."""
+        return hasattr(self.module, "Builder") and hasattr(self.module, "OnnxParser")
+
+    def network_flags(self) -> int:
+        """Network creation flags: strongly typed (precision comes from the ONNX tensor types)."""
+        if self.is_rtx:
+            return 0  # TensorRT-RTX networks are strongly typed; the flag does not exist there
+        flags = getattr(self.module, "NetworkDefinitionCreationFlag", None)
+        flag = getattr(flags, "STRONGLY_TYPED", None)
+        return 0 if flag is None else (1 << int(flag))
+
+    def supports_target_archs(self) -> bool:
+        return hasattr(self.module, "ComputeCapability") and hasattr(
+            getattr(self.module, "IBuilderConfig", None), "set_compute_capability"
+        )
+
+    def known_targets(self) -> tuple[str, ...]:
+        """The compute capabilities this flavour can name as build targets (``()``: none, it builds for its GPU)."""
+        if not self.supports_target_archs():
+            return ()
+        names = [normalize_arch(k) for k in self.module.ComputeCapability.__members__ if k.startswith("SM")]
+        return tuple(sorted(names, key=lambda n: int(n[2:]) if n[2:].isdigit() else 0))
+
+    def default_targets(self) -> tuple[str, ...]:
+        """What an engine built without named targets runs on: TensorRT-RTX's portable set; ``()`` for TensorRT
+        (the GPU it was built on, recorded separately)."""
+        return tuple(t for t in self.known_targets() if t not in _RTX_UNNAMED_EXCLUDES) if self.is_rtx else ()
+
+    def compute_capability(self, arch: str):
+        """``"sm86"`` / ``"86"`` / ``"8.6"`` -> ``ComputeCapability.SM86`` (or EngineBuildError)."""
+        text = normalize_arch(arch)
+        caps = getattr(self.module, "ComputeCapability", None)
+        if caps is None:
+            raise EngineBuildError(f"{self.label} builds for the GPU it runs on; it cannot name target {arch!r}")
+        if text == "current":
+            return caps.CURRENT
+        value = getattr(caps, text.upper(), None)
+        if value is None:
+            raise EngineBuildError(
+                f"unknown TensorRT target architecture {arch!r}; {self.label} knows {list(self.known_targets())}"
+            )
+        return value
+
+    def targets_for(self, sm: str) -> tuple[str, ...] | None:
+        """The targets a build for the GPU ``sm`` (``"sm90"``) names: ``(sm,)`` for TensorRT-RTX when it knows it,
+        ``()`` for TensorRT (it builds for the GPU it runs on), None when this flavour cannot build for it."""
+        if not self.supports_target_archs():
+            return ()
+        return (sm,) if sm in self.known_targets() else None
+
+    def build_to(self, builder, network, config, sink) -> bool:
+        """Builds and serializes the engine into ``sink`` (``write(chunk) -> int``): streamed chunk by chunk where
+        the flavour can (the engine is then never whole in memory), else as the one ``IHostMemory``. Whether
+        TensorRT built it."""
+        t = self.module
+        if hasattr(t, "IStreamWriter") and hasattr(builder, "build_serialized_network_to_stream"):
+
+            class Writer(t.IStreamWriter):
+                def __init__(self):
+                    t.IStreamWriter.__init__(self)
+
+                def write(self, data) -> int:
+                    return sink.write(data)
+
+            return bool(builder.build_serialized_network_to_stream(network, config, Writer()))
+        serialized = builder.build_serialized_network(network, config)
+        if serialized is None:
+            return False
+        sink.write(memoryview(serialized))
+        return True
+
+    def builder_flag(self, name: str):
+        """``BuilderFlag.<name>``, or EngineBuildError naming the flavour that lacks it."""
+        value = getattr(getattr(self.module, "BuilderFlag", None), name, None)
+        if value is None:
+            raise EngineBuildError(f"{self.label} ({self.version}) has no BuilderFlag.{name}")
+        return value
+
+
+def engine_runs_on(
+    built_by: str, built_version: str, targets: tuple[str, ...], sm: str, runtime: Flavour | None
+) -> str:
+    """Why an engine built by ``built_by`` ``built_version`` for ``targets`` (TensorRT-RTX's; ``()`` with TensorRT:
+    the GPU it was built on, which must then be ``sm``'s model, checked by the caller) does not run on ``sm`` with
+    the ``runtime`` flavour importable here, or ``""`` when it may."""
+    label = LABELS.get(built_by, built_by)
+    if runtime is None:
+        return f"its engine needs {label} {built_version}, which is not installed here"
+    if runtime.version != built_version:
+        return f"its engine was built by {label} {built_version}; this machine has {runtime.version}"
+    if targets and sm not in targets:
+        return f"its engine targets {', '.join(targets)}, not this GPU ({sm})"
+    return ""
+
+
 @cache
-def _load() -> tuple[str, ModuleType]:
-    errors = []
-    for name in _FLAVOURS:
-        try:
-            module = importlib.import_module(name)
-            # The registry's `tensorrt` meta-package can import without its libraries: require the API.
-            if not hasattr(module, "Builder"):
-                raise ImportError(f"{name} has no Builder")
-            return name, module
-        except Exception as exc:  # noqa: BLE001 - any failure means "try the next flavour"
-            errors.append(f"{name}: {exc}")
+def _import(name: str) -> tuple[ModuleType | None, str]:
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not usable here"
+        return None, f"{name}: {exc}"
+    # The registry's `tensorrt` meta-package can import without its libraries: require the runtime API.
+    if not hasattr(module, "Runtime"):
+        return None, f"{name} has no Runtime"
+    return module, ""
+
+
+@cache
+def get(name: str) -> Flavour | None:
+    """The named flavour when importable here, else None (:func:`import_error` says why)."""
+    module, _ = _import(name)
+    return None if module is None else Flavour(name, module)
+
+
+def import_error(name: str) -> str:
+    return _import(name)[1]
+
+
+def builders() -> list[Flavour]:
+    """The importable TensorRT builders, ``tensorrt`` first."""
+    return [f for f in (get(n) for n in _FLAVOURS) if f is not None and f.can_build]
+
+
+@cache
+def default() -> Flavour:
+    """The builder lowering uses: ``tensorrt`` when importable, else ``tensorrt_rtx`` (EngineBuildError if none)."""
+    found = builders()
+    if found:
+        return found[0]
+    errors = [import_error(n) or f"{n} has no Builder" for n in _FLAVOURS]
     raise EngineBuildError(
         "no TensorRT Python package could be imported (" + "; ".join(errors) + "); install one with "
         "`pip install tensorrt-rtx` (or `pip install tensorrt` for full TensorRT where its wheels install)"
@@ -52,60 +234,41 @@ def _load() -> tuple[str, ModuleType]:
 
 
 def module() -> ModuleType:
-    """The imported TensorRT module (``tensorrt`` or ``tensorrt_rtx``)."""
-    return _load()[1]
+    """The imported TensorRT module lowering builds with (``tensorrt`` or ``tensorrt_rtx``)."""
+    return default().module
 
 
 def flavour() -> str:
     """``"tensorrt"`` or ``"tensorrt_rtx"``."""
-    return _load()[0]
+    return default().name
 
 
 def version() -> str:
-    return str(getattr(module(), "__version__", "unknown"))
+    return default().version
 
 
 def is_rtx() -> bool:
-    return flavour() == "tensorrt_rtx"
+    return default().is_rtx
 
 
 def network_flags() -> int:
-    """Network creation flags: strongly typed (precision comes from the ONNX tensor types)."""
-    trt = module()
-    if is_rtx():
-        return 0  # TensorRT-RTX networks are strongly typed; the flag does not exist there
-    flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-    return 0 if flag is None else (1 << int(flag))
+    return default().network_flags()
 
 
 def supports_target_archs() -> bool:
-    trt = module()
-    return hasattr(trt, "ComputeCapability") and hasattr(trt.IBuilderConfig, "set_compute_capability")
+    return default().supports_target_archs()
 
 
 def compute_capability(arch: str):
-    """``"sm86"`` / ``"86"`` / ``"8.6"`` -> ``ComputeCapability.SM86`` (or EngineBuildError)."""
-    trt = module()
-    text = arch.strip().lower().replace(".", "")
-    if text.startswith("sm_"):
-        text = text[3:]
-    elif text.startswith("sm"):
-        text = text[2:]
-    if text == "current":
-        return trt.ComputeCapability.CURRENT
-    value = getattr(trt.ComputeCapability, f"SM{text}", None)
-    if value is None:
-        known = [k.lower() for k in trt.ComputeCapability.__members__ if k.startswith("SM")]
-        raise EngineBuildError(f"unknown TensorRT target architecture {arch!r}; {flavour()} {version()} knows {known}")
-    return value
+    return default().compute_capability(arch)
 
 
 class CollectingLogger:
     """Factory for a TensorRT logger that keeps warnings/errors so error messages can quote them."""
 
     @staticmethod
-    def create():
-        trt = module()
+    def create(trt: ModuleType | None = None):
+        trt = trt if trt is not None else module()
 
         class _Logger(trt.ILogger):
             def __init__(self):

@@ -11,6 +11,7 @@
 #include "../extension/runtime/blob_to_python.h"
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/executor_choice.h"
+#include "../extension/runtime/named_data.h"
 #include "../extension/runtime/placement_plan.h"
 #include "../extension/runtime/plan_recorder.h"
 #include "../extension/runtime/pointer_residence.h"
@@ -24,6 +25,44 @@ namespace py = pybind11;
 
 namespace et_tensorrt::python {
 namespace {
+
+// A program's named data from Python buffers (key -> bytes-like), for the delegate's choice without a .pte (tests that
+// fake a GPU): each datum handed out holds its Python object until ExecuTorch's FreeableBuffer is freed.
+class BufferDataMap final : public executorch::runtime::NamedDataMap {
+ public:
+  explicit BufferDataMap(py::dict data) : data_(std::move(data)) {}
+
+  executorch::runtime::Result<const executorch::runtime::TensorLayout> get_tensor_layout(
+      std::string_view) const override {
+    return executorch::runtime::Error::NotImplemented;
+  }
+
+  executorch::runtime::Result<executorch::runtime::FreeableBuffer> get_data(std::string_view key) const override {
+    py::str name(key.data(), key.size());
+    if (!data_.contains(name)) return executorch::runtime::Error::NotFound;
+    auto* held = new py::buffer(data_[name]);
+    py::buffer_info info = held->request();
+    const size_t size = static_cast<size_t>(info.size * info.itemsize);
+    return executorch::runtime::FreeableBuffer(
+        info.ptr, size,
+        [](void* context, void*, size_t) {
+          py::gil_scoped_acquire gil;
+          delete static_cast<py::buffer*>(context);
+        },
+        held);
+  }
+
+  executorch::runtime::Error load_data_into(std::string_view, void*, size_t) const override {
+    return executorch::runtime::Error::NotImplemented;
+  }
+  executorch::runtime::Result<uint32_t> get_num_keys() const override { return static_cast<uint32_t>(data_.size()); }
+  executorch::runtime::Result<const char*> get_key(uint32_t) const override {
+    return executorch::runtime::Error::NotImplemented;
+  }
+
+ private:
+  py::dict data_;
+};
 
 struct PlanRecording {
   std::unique_ptr<PlanRecorder> recorder;  // installed between __enter__ and __exit__
@@ -88,6 +127,9 @@ void bind_runtime(py::module_& m) {
       .def_readonly("executor_detail", &PlacementPlan::executor_detail)
       .def_readonly("executor_reason", &PlacementPlan::executor_reason,
                     "Why not TensorRT, and why not the recorded GPU; empty when TensorRT runs.")
+      .def_readonly("engine_origin", &PlacementPlan::engine_origin,
+                    "Where the TensorRT engine came from: empty for the blob's own, else e.g. 'built here for sm90 "
+                    "with TensorRT 11.4 in 14.2 s; cached'.")
       .def_property_readonly("execution_device",
                              [](const PlacementPlan& p) { return executorch_to_torch_device(p.execution_device); })
       .def_readonly("inputs", &PlacementPlan::inputs)
@@ -114,7 +156,8 @@ void bind_runtime(py::module_& m) {
       py::arg("blob"),
       "Parse a delegate blob with the C++ reader the runtime uses (raises BlobFormatError). Returns a dict: "
       "version, execution_device, inputs, outputs, weights (the WEIGHTS table), and each section's payload "
-      "(engine, program, graph, weights_section, refit_map, metadata) as a memoryview slice of `blob`, or None.");
+      "(engine, program, graph, weights_section, refit_map, metadata) as a memoryview slice of `blob`, or None; "
+      "recipe: the RECIPE's version, header, graph, map and entries, or None.");
 
   m.def(
       "scalar_type_code",
@@ -136,24 +179,36 @@ void bind_runtime(py::module_& m) {
   m.def("cuda_device_count", &cuda_device_count, "CUDA devices the delegate sees (0 with a CPU-only torch).");
   m.def(
       "create_executor",
-      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices) {
-        // The delegate's own choice, for drivers without a .pte (fuzzers, tests that fake a GPU).
+      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices, std::optional<py::dict> named_data) {
+        // The delegate's own choice, for drivers without a .pte (fuzzers, tests that fake a GPU); `named_data`
+        // stands in for the program's NamedDataMap, resolved as the delegate resolves it.
         py::buffer_info info;
         const std::string_view bytes = bytes_view(blob_bytes, info);
-        const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
+        DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
+        std::optional<BufferDataMap> map;
+        if (named_data) map.emplace(*named_data);
+        const NamedData named = resolve_named_data(blob, map ? &*map : nullptr);
+        if (named.engine.present) blob.engine = named.engine;
+        // As the delegate: the weights are views of the blob (held by `owner`) or of the named data.
+        std::shared_ptr<const void> owner(new py::buffer(blob_bytes), [](const void* held) {
+          py::gil_scoped_acquire gil;
+          delete static_cast<const py::buffer*>(held);
+        });
         ExecutorChoice choice;
         py::object executor = create_executor(blob, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                              cuda_devices.value_or(cuda_device_count()), choice);
+                                              cuda_devices.value_or(cuda_device_count()), choice, owner, &named);
         py::dict out;
         out["executor"] = choice.executor;
         out["device"] = executorch_to_torch_device(choice.device);
         out["recorded_device"] = executorch_to_torch_device(choice.recorded_device);
         out["reason"] = choice.reason;
+        out["engine_origin"] = choice.engine_origin;
         return py::make_tuple(executor, out);
       },
-      py::arg("blob"), py::arg("cuda_devices") = py::none(),
+      py::arg("blob"), py::arg("cuda_devices") = py::none(), py::arg("named_data") = py::none(),
       "The executor the delegate would build for this blob and its choice (executor, device, recorded_device, "
-      "reason). `cuda_devices` overrides the CUDA device count the choice is made with.");
+      "reason, engine_origin). `cuda_devices` overrides the CUDA device count the choice is made with; "
+      "`named_data` (key -> bytes-like) is the program's named data, for a blob with NAMED_DATA.");
 
   m.def(
       "plan_placement",

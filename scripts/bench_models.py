@@ -9,6 +9,8 @@ For every row (a model with static or dynamic batch/sequence sizes) and backend:
   lower s      wall seconds of the whole lowering (export excluded); ours = et_tensorrt.lower with
                validate=True (onnxruntime checks every partition's ONNX) and a cold engine cache
   engine MB    TensorRT engine bytes in our blobs (TensorRT-RTX builds engines without a GPU)
+  recipe MB    RECIPE bytes in our blobs (device_build: the weightless ONNX graph + initializer recipes), with
+               the share of them stored raw (initializers no recipe rebuilds from WEIGHTS) in parentheses
   pte MB       the .pte
   max err      max |out - eager| over the outputs, at the example sizes (and, for dynamic rows, at a
                second size inside the range); ours runs through et_tensorrt.Runner (on a machine without
@@ -334,6 +336,8 @@ class Result:
     onnx_s: float | None = None
     build_s: float | None = None
     engine_mb: float | None = None
+    recipe_mb: float | None = None
+    recipe_raw_mb: float | None = None
     pte_mb: float | None = None
     max_err: float | None = None
     out_scale: float | None = None
@@ -417,6 +421,9 @@ def run_ours(row: Row, zoo: Zoo, ep, options: dict) -> Result:
     res.host = dict(Counter(d.op for d in computed if d.partition is None))
     ours = [d for d in inspect_bytes(pte).method("forward").delegates if d.ours]
     res.engine_mb = sum(len(d.blob.engine or b"") for d in ours) / 2**20
+    recipes = [d.blob.recipe for d in ours if d.blob.recipe is not None]
+    res.recipe_mb = sum(len(r.header_bytes) + len(r.graph) + len(r.map) for r in recipes) / 2**20
+    res.recipe_raw_mb = sum(st.nbytes for r in recipes for e in r.entries for st in e.steps if st.op == 2) / 2**20
     res.onnx_s = sum(float(d.blob.metadata.get("onnx_seconds", 0.0)) for d in ours)
     res.build_s = sum(float(d.blob.metadata.get("build_seconds", 0.0)) for d in ours)
     errors = [e for d in ours for e in (d.blob.metadata.get("validation_max_abs_error") or {}).values()]
@@ -481,10 +488,10 @@ def _fmt(value, spec: str = ".2f") -> str:
 
 def markdown(results: list[Result]) -> str:
     head = (
-        "| model | shapes | backend | partitions | delegated | lower s | engine MB | pte MB | max err "
-        "(eager max) | onnx err | explain | host ops |"
+        "| model | shapes | backend | partitions | delegated | lower s | engine MB | recipe MB (raw) | pte MB "
+        "| max err (eager max) | onnx err | explain | host ops |"
     )
-    lines = [head, "|" + "|".join(["---"] * 12) + "|"]
+    lines = [head, "|" + "|".join(["---"] * 13) + "|"]
     for r in results:
         ratio = f"{r.delegated}/{r.compute} ({r.ratio:.3f})" if r.ratio is not None else "-"
         host = ", ".join(f"{op.removeprefix('aten.')} x{n}" for op, n in sorted(r.host.items())) or "-"
@@ -494,7 +501,8 @@ def markdown(results: list[Result]) -> str:
         err = "-" if r.max_err is None else f"{r.max_err:.2g} ({r.out_scale:.2g})"
         lines.append(
             f"| {r.row} | {r.shapes} | {r.backend} | {_fmt(r.partitions, 'd')} | {ratio} | {_fmt(r.lower_s, '.1f')} "
-            f"| {_fmt(r.engine_mb)} | {_fmt(r.pte_mb)} | {err} | {_fmt(r.onnx_err, '.2g')} | {explain} | {host} |"
+            f"| {_fmt(r.engine_mb)} | {_fmt(r.recipe_mb, '.3f')} ({_fmt(r.recipe_raw_mb, '.3f')}) | {_fmt(r.pte_mb)} "
+            f"| {err} | {_fmt(r.onnx_err, '.2g')} | {explain} | {host} |"
         )
     return "\n".join(lines)
 

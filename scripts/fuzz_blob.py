@@ -111,6 +111,7 @@ def seeds() -> list[bytes]:
         F.valid_v1_blob(),
         F.valid_v2_blob(),
         F.valid_stateful_blob(),
+        F.valid_recipe_blob(),
     ]
     out += [data for data, _ in F.damaged_blobs().values()]
     return out

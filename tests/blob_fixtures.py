@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 
 from et_tensorrt import blob as B
+from et_tensorrt import recipe as R
+from et_tensorrt import refit_map as RM
 from et_tensorrt import state_table as ST
 
 ENGINE = b"vtrt" + bytes(range(60))  # placeholder engine payload: readers never interpret ENGINE bytes
@@ -138,6 +140,72 @@ def with_named(*entries: bytes, count: int | None = None, reserved: int = 0, tai
     sections += [(B.SECTION_ENGINE, ENGINE)] if engine else []
     sections += [(B.SECTION_GRAPH, GRAPH), (B.SECTION_WEIGHTS, named0), (B.SECTION_NAMED_DATA, table)]
     return B.write_sections(sections, 1, 0, flags=B.FLAG_NAMED_DATA)
+
+
+RECIPE_GRAPH = b"\x08\x0a placeholder ONNX ModelProto: the blob reader does not interpret the recipe's graph"
+RECIPE_HEADER = {
+    "inputs": [{"name": "x", "dtype": 6, "size": False, "dims": [[1, 4, 64], [8, 8, 8]], "profiles": []}],
+    "outputs": [{"name": "out", "dtype": 6}],
+    "aliased": {},
+    "onnx_opset": 20,
+    "precision": "fp32",
+    "workspace_bytes": None,
+    "engine": {"flavour": "tensorrt_rtx", "version": "1.7.1.116", "targets": ["sm86"], "gpu": None},
+}
+# fc.weight transposed (WEIGHTS entry 0), and a constant the exporter made (RAW)
+RECIPE_ENTRIES = [
+    RM.Entry("fc_t", 6, (4, 3), (RM.Step(RM.SOURCE, weight=0), RM.Step(RM.PERMUTE, dims=(1, 0)))),
+    RM.Entry("half", 6, (2,), (RM.Step(RM.RAW, nbytes=8),)),
+]
+
+
+def recipe_map() -> bytes:
+    return RM.encode(RECIPE_ENTRIES, [struct.pack("<2f", 0.5, 0.5)])[0]
+
+
+def recipe_payload(
+    version=R.VERSION, reserved=0, header=None, graph=RECIPE_GRAPH, map_payload=None, header_len=None, tail=b""
+) -> bytes:
+    """A RECIPE payload laid out as et_tensorrt.recipe.encode does, with any field overridden (damaged cases)."""
+    import json
+
+    text = json.dumps(RECIPE_HEADER).encode() if header is None else header
+    mapped = recipe_map() if map_payload is None else map_payload
+    head = struct.pack(
+        "<IIIIQQ", version, reserved, len(text) if header_len is None else header_len, 0, len(graph), len(mapped)
+    )
+    out = head + text
+    out += bytes((-len(out)) % 64) + graph
+    out += bytes((-len(out)) % 64) + mapped
+    return out + tail
+
+
+def valid_recipe_blob(payload: bytes | None = None, engine: bytes | None = ENGINE) -> bytes:
+    """The fixture program (GRAPH + WEIGHTS), an ENGINE unless None, and a RECIPE (``payload`` as given)."""
+    return B.write_blob(
+        IO,
+        engine=engine,
+        graph=GRAPH,
+        weights=WEIGHTS,
+        recipe=recipe_payload() if payload is None else payload,
+        metadata=METADATA,
+        exec_device_type=1,
+    )
+
+
+def valid_named_recipe_blob() -> bytes:
+    """The engine and every weight named data, and a RECIPE over those WEIGHTS entries (what a lowering with
+    named_data and device_build writes: the recipe rebuilds its initializers from the named bytes)."""
+    named = [
+        *NAMED,
+        *(
+            B.NamedRef(B.NAMED_WEIGHT, i, f"et_tensorrt:{i}" * 8, B.tensor_span(WEIGHTS[i].tensor).nbytes)
+            for i in (2, 3)
+        ),
+    ]
+    return B.write_blob(
+        IO, graph=GRAPH, weights=WEIGHTS, named=named, recipe=recipe_payload(), metadata=METADATA, exec_device_type=1
+    )
 
 
 def valid_v2_blob() -> bytes:
@@ -382,6 +450,33 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
             with_state(st(position_kind=1, length_input=1, length_dim=3)),
             "write length from a dim no input has",
         ),
+        "recipe_without_weights": (
+            B.write_sections([(1, io_table), (2, ENGINE), (B.SECTION_RECIPE, recipe_payload())], 1, 0),
+            "RECIPE without the WEIGHTS",
+        ),
+        "recipe_version_zero": (valid_recipe_blob(recipe_payload(version=0)), "RECIPE has version 0"),
+        "recipe_reserved": (valid_recipe_blob(recipe_payload(reserved=1)), "RECIPE reserved field"),
+        "recipe_truncated_head": (valid_recipe_blob(recipe_payload()[:20]), "RECIPE ends early"),
+        "recipe_empty_header": (valid_recipe_blob(recipe_payload(header=b"")), "empty header or graph"),
+        "recipe_header_not_utf8": (valid_recipe_blob(recipe_payload(header=b"{\xff}")), "RECIPE header is not UTF-8"),
+        "recipe_header_past_end": (
+            valid_recipe_blob(recipe_payload(header_len=2**31)),
+            "RECIPE graph lies outside the section",
+        ),
+        "recipe_trailing_bytes": (valid_recipe_blob(recipe_payload(tail=b"\0")), "RECIPE map does not end the section"),
+        "recipe_map_bad_weight": (
+            valid_recipe_blob(
+                recipe_payload(
+                    map_payload=RM.encode([RM.Entry("w", 6, (3, 4), (RM.Step(RM.SOURCE, weight=99),))], [])[0]
+                )
+            ),
+            "RECIPE map entry 0 \\('w'\\) step 0 names WEIGHTS entry 99 of 5",
+        ),
+        "recipe_map_truncated": (
+            valid_recipe_blob(recipe_payload(map_payload=recipe_map()[:30])),
+            "RECIPE map ends early",
+        ),
+        "digest_mismatch_recipe": (flip_byte(valid_recipe_blob(), B.SECTION_RECIPE), "RECIPE section fails its digest"),
     }
 
 
@@ -398,6 +493,9 @@ def write_fixture_files(directory) -> list[Path]:
         ("valid_v2", valid_v2_blob()),
         ("valid_stateful", valid_stateful_blob()),
         ("valid_named", valid_named_blob()),
+        ("valid_recipe", valid_recipe_blob()),
+        ("valid_recipe_only", valid_recipe_blob(engine=None)),
+        ("valid_named_recipe", valid_named_recipe_blob()),
     ] + [(f"bad_{k}", v[0]) for k, v in damaged_blobs().items()]:
         path = directory / f"{name}.etrt"
         path.write_bytes(data)

@@ -7,11 +7,15 @@ local GPU when no target is named, the safe loader's rules) plus :data:`FORMAT_V
 the ONNX export, onnxruntime validation and the TensorRT build; the entry carries everything else the blob
 needs from the export (the engine's I/O table with the ONNX names, the opset, the picked profile maxima).
 
-One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then a JSON header, then the engine; a sha256 of both
-sits in ``_HEAD``). Writes go to a temp file in the same folder and are renamed into place (``os.replace``),
-so a reader sees a whole entry or none; an entry that fails its checks is a miss and is removed. The folder
-is bounded (:func:`max_bytes`): after each store the least recently used entries go (a hit touches the
-entry's mtime, the LRU clock).
+One file per entry, ``<key>.etrc`` (layout: ``_HEAD``, then the engine as the builder streamed it, then the
+partition's RECIPE when the lowering made one, then a JSON header (written last, when the build's facts are known;
+the RECIPE's length is in it); a sha256 of all that follows ``_HEAD`` sits in ``_HEAD``). A loaded entry's engine
+is never read into memory: it is a region of the entry file (``held_data.FileRegion``). The engines the device
+builds (et_tensorrt.runtime.device_build) are entries of the same folder and layout, keyed by the partition, the
+GPU and the TensorRT that built them. Writes go to a temp file in the same folder and are renamed into place
+(``os.replace``), so a reader sees a whole entry or none; an entry that fails its checks is a miss and is
+removed. The folder is bounded (:func:`max_bytes`): after each store the least recently used entries go (a hit
+touches the entry's mtime, the LRU clock).
 
 Location: ``ET_TENSORRT_CACHE_DIR``, default ``~/.cache/et_tensorrt/engines``; limit:
 ``ET_TENSORRT_CACHE_MAX_BYTES`` (bytes, or with a K/M/G/T suffix; 0 stores nothing).
@@ -46,7 +50,9 @@ logger = logging.getLogger("et_tensorrt")
 ENV_CACHE_DIR = "ET_TENSORRT_CACHE_DIR"
 ENV_CACHE_MAX_BYTES = "ET_TENSORRT_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 10 * 2**30
-FORMAT_VERSION = 2  # bump when the key's inputs or the entry layout change: old entries then simply miss
+# Bump when the key's inputs or the entry layout change: old entries then simply miss. 3: the engine streamed in
+# by the builder, the partition's RECIPE, then the header (two layouts were each called 2, each without the other).
+FORMAT_VERSION = 3
 SUFFIX = ".etrc"
 LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
 _TEMP_PREFIX = ".tmp-"
@@ -56,7 +62,8 @@ _STALE_HELD_SECONDS = 7 * 24 * 3600  # a held link this old belongs to a process
 # of its own while its entry is there)
 
 _MAGIC = b"ETRTCACH"
-_HEAD = struct.Struct("<8sIIQ32s")  # magic, format version, header length, engine length, sha256(header+engine)
+# magic, format version, header length, payload length (engine + recipe), sha256(payload + header)
+_HEAD = struct.Struct("<8sIIQ32s")
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _CHUNK = 8 * 1024 * 1024
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
@@ -197,6 +204,8 @@ class Entry:
     onnx_sha256: str = ""  # digest of the ONNX the engine was built from
     validation: dict | None = None  # the onnxruntime validation outcome, when it ran
     info: dict = field(default_factory=dict)  # what it is, for `cache list`: source, label, nodes, ops, inputs
+    recipe: bytes | None = None  # the partition's RECIPE section (device_build), None when it was made without one
+    build_seconds: float | None = None  # how long the engine took to build (recorded when it was stored)
 
 
 @dataclass(frozen=True)
@@ -234,6 +243,8 @@ def _header(entry: Entry) -> bytes:
             "onnx_sha256": entry.onnx_sha256,
             "validation": entry.validation,
             "info": entry.info,
+            "recipe_len": None if entry.recipe is None else len(entry.recipe),
+            "build_seconds": entry.build_seconds,
         },
         sort_keys=True,
     ).encode("utf-8")
@@ -242,37 +253,32 @@ def _header(entry: Entry) -> bytes:
 class EngineWriter:
     """Where a build streams its engine (TensorRT writes it in chunks: the engine is never whole in memory).
 
-    With an ``entry`` (its ``engine`` unused) the chunks go into a new build-cache entry, after its fixed head
-    and JSON header; :meth:`commit` completes the head (engine length, sha256 of header and engine), moves the
-    entry into place (unless it exceeds the limit) and returns the engine as a private hard link to it (the cache
-    may evict the entry at any time). Without one, they go to a private temp file. Either way ``commit`` returns
-    a :class:`~et_tensorrt.backend.held_data.FileRegion` that removes its file when it goes."""
+    With an ``entry`` (its ``engine`` unused) the chunks go into a new build-cache entry, after its fixed head;
+    :meth:`commit` appends the entry's ``recipe`` and its JSON header (so what is known only after the build, its
+    time, is in it), completes the head (lengths, sha256), moves the entry into place (unless it exceeds the
+    limit) and returns the engine as a private hard link to it (the cache may evict the entry at any time).
+    Without one, the chunks go to a private temp file. Either way ``commit`` returns a
+    :class:`~et_tensorrt.backend.held_data.FileRegion` of the engine alone that removes its file when it goes."""
 
     def __init__(self, entry: Entry | None = None):
         self._entry = entry
         self._engine_sha = hashlib.sha256()
-        self._entry_sha = None
+        self._entry_sha = hashlib.sha256()
         self.nbytes = 0
-        self._offset = 0
+        self.stored = False  # whether commit() moved the entry into the cache
+        self._offset = _HEAD.size if entry is not None else 0
         directory = cache_dir() if entry is not None else Path(tempfile.gettempdir())
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
         fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=SUFFIX if entry else ".engine")
         self._file = os.fdopen(fd, "wb")
         if entry is not None:
-            if entry.info.get("source") is None and _source.get() is not None:
-                entry.info["source"] = _source.get()
-            header = _header(entry)
-            self._entry_sha = hashlib.sha256(header)
-            self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), 0, bytes(32)) + header)
-            self._offset = _HEAD.size + len(header)
-            self._header_len = len(header)
+            self._file.write(bytes(_HEAD.size))  # completed by commit()
 
     def write(self, chunk) -> int:
         self._file.write(chunk)
         self._engine_sha.update(chunk)
-        if self._entry_sha is not None:
-            self._entry_sha.update(chunk)
+        self._entry_sha.update(chunk)
         n = memoryview(chunk).nbytes
         self.nbytes += n
         return n
@@ -283,22 +289,32 @@ class EngineWriter:
         with contextlib.suppress(OSError):
             os.unlink(self._tmp)
 
-    def commit(self, hold: bool = True) -> FileRegion | None:
-        """Completes the engine; returns it held (``hold``) or None."""
+    def commit(self, hold: bool = True, build_seconds: float | None = None) -> FileRegion | None:
+        """Completes the engine (``build_seconds``: recorded in the entry); returns it held (``hold``) or None."""
         from et_tensorrt.backend.held_data import FileRegion, private_link
 
         sha = self._engine_sha.digest()
         if self._entry is None:
             self._file.close()
             return FileRegion(self._tmp, 0, self.nbytes, sha, owned=True)
+        entry = self._entry
+        if build_seconds is not None:
+            entry.build_seconds = round(build_seconds, 3)
+        if entry.info.get("source") is None and _source.get() is not None:
+            entry.info["source"] = _source.get()
+        recipe, header = entry.recipe or b"", _header(entry)
+        for part in (recipe, header):
+            self._file.write(part)
+            self._entry_sha.update(part)
+        payload = self.nbytes + len(recipe)
         self._file.seek(0)
-        self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, self._header_len, self.nbytes, self._entry_sha.digest()))
+        self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), payload, self._entry_sha.digest()))
         self._file.close()
-        key, limit = self._entry.key, max_bytes()
-        size = self._offset + self.nbytes
+        key, limit = entry.key, max_bytes()
+        size = _HEAD.size + payload + len(header)
         if size > limit:
             logger.info("build cache: %s entry of %d bytes exceeds the limit %d; not stored", key[:16], size, limit)
-            return FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)
+            return FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True) if hold else None
         # Our own name for the engine first (a link to the temp file, before the entry can be replaced or evicted)
         held = None
         if hold:
@@ -309,6 +325,7 @@ class EngineWriter:
             logger.warning("build cache: cannot write to %s (%s)", self._dir, exc)
             return held or FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)
         stats["stores"] += 1
+        self.stored = True
         evict(limit, keep=key)
         return held
 
@@ -328,25 +345,38 @@ class _Corrupt(Exception):
     pass
 
 
-def _read_head(f, file_size: int) -> tuple[int, int, bytes, dict]:
+def _read_head(f, file_size: int) -> tuple[int, bytes, dict]:
+    """(payload length, sha256 recorded, header with its bytes under "raw"); leaves ``f`` at the payload."""
     raw = f.read(_HEAD.size)
     if len(raw) != _HEAD.size:
         raise _Corrupt("shorter than its fixed header")
-    magic, version, header_len, engine_len, digest = _HEAD.unpack(raw)
+    magic, version, header_len, payload_len, digest = _HEAD.unpack(raw)
     if magic != _MAGIC:
         raise _Corrupt("not a cache entry (bad magic)")
     if version != FORMAT_VERSION:
         raise _Corrupt(f"entry format {version}, this version reads {FORMAT_VERSION}")
-    if _HEAD.size + header_len + engine_len != file_size:
-        raise _Corrupt(f"size {file_size} does not match its header ({_HEAD.size + header_len + engine_len})")
+    if _HEAD.size + payload_len + header_len != file_size:
+        raise _Corrupt(f"size {file_size} does not match its header ({_HEAD.size + payload_len + header_len})")
+    f.seek(_HEAD.size + payload_len)
     header_bytes = f.read(header_len)
+    f.seek(_HEAD.size)
     try:
         header = json.loads(header_bytes.decode("utf-8"))
     except ValueError as exc:
         raise _Corrupt(f"header is not JSON ({exc})") from None
     if not isinstance(header, dict):
         raise _Corrupt("header is not a JSON object")
-    return engine_len, header_len, digest, {"raw": header_bytes, **header}
+    return payload_len, digest, {"raw": header_bytes, **header}
+
+
+def _recipe_len(header: dict, payload_len: int) -> int | None:
+    """The RECIPE's length at the end of the payload (None: the entry has none)."""
+    recipe_len = header.get("recipe_len")
+    if recipe_len is None:
+        return None
+    if isinstance(recipe_len, bool) or not isinstance(recipe_len, int) or not 0 < recipe_len <= payload_len:
+        raise _Corrupt(f"recipe length {recipe_len!r} outside its payload of {payload_len} bytes")
+    return recipe_len
 
 
 def _discard(path: Path, why: str) -> None:
@@ -356,9 +386,15 @@ def _discard(path: Path, why: str) -> None:
         path.unlink()
 
 
+def discard(key: str, why: str) -> None:
+    """Removes ``key``'s entry as bad (a caller's own check failed): it is built again."""
+    _discard(_path(key), why)
+
+
 def load(key: str) -> Entry | None:
     """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss. The
-    engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole)."""
+    engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole);
+    the RECIPE (a few KiB) is read."""
     from et_tensorrt.backend.held_data import FileRegion, private_link
 
     path = _path(key)
@@ -369,10 +405,12 @@ def load(key: str) -> Entry | None:
         held = private_link(path, cache_dir())
         with open(held, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            engine_len, header_len, digest, header = _read_head(f, size)
-            check = hashlib.sha256(header.pop("raw"))
+            payload_len, digest, header = _read_head(f, size)
+            header_bytes = header.pop("raw")
+            check = hashlib.sha256()
+            recipe_len = _recipe_len(header, payload_len)
             engine_sha = hashlib.sha256()
-            left = engine_len
+            engine_len = left = payload_len - (recipe_len or 0)
             while left:
                 chunk = f.read(min(_CHUNK, left))
                 if not chunk:
@@ -380,7 +418,10 @@ def load(key: str) -> Entry | None:
                 check.update(chunk)
                 engine_sha.update(chunk)
                 left -= len(chunk)
-        engine = FileRegion(held, _HEAD.size + header_len, engine_len, engine_sha.digest(), owned=True)
+            recipe = f.read(recipe_len) if recipe_len is not None else None
+            check.update(recipe or b"")
+            check.update(header_bytes)
+        engine = FileRegion(held, _HEAD.size, engine_len, engine_sha.digest(), owned=True)
         held = None  # the region owns it now
     except FileNotFoundError:
         stats["misses"] += 1
@@ -398,7 +439,7 @@ def load(key: str) -> Entry | None:
             with contextlib.suppress(OSError):
                 os.unlink(held)
     try:
-        if left or check.digest() != digest:
+        if left or (recipe is not None and len(recipe) != recipe_len) or check.digest() != digest:
             raise _Corrupt("checksum mismatch")
         if header.get("key") != key:
             raise _Corrupt(f"holds the key {str(header.get('key'))[:16]}..., not its file name's")
@@ -410,6 +451,8 @@ def load(key: str) -> Entry | None:
             onnx_sha256=str(header["onnx_sha256"]),
             validation=header["validation"],
             info=dict(header["info"]),
+            recipe=recipe,
+            build_seconds=header.get("build_seconds"),
         )
     except (_Corrupt, KeyError, TypeError, ValueError) as exc:
         _discard(path, str(exc) if isinstance(exc, _Corrupt) else f"malformed header ({exc!r})")
@@ -426,7 +469,6 @@ def store(entry: Entry) -> bool:
     beyond the limit. Never raises for a file-system problem: returns whether it was stored."""
     from et_tensorrt.backend.held_data import FileRegion
 
-    stores = stats["stores"]
     engine = entry.engine
     try:
         writer = EngineWriter(entry)
@@ -436,12 +478,12 @@ def store(entry: Entry) -> bool:
     try:
         for chunk in engine.chunks() if isinstance(engine, FileRegion) else (engine,):
             writer.write(chunk)
-        writer.commit(hold=False)
+        writer.commit(hold=False, build_seconds=entry.build_seconds)
     except OSError as exc:
         writer.abort()
         logger.warning("build cache: cannot write to %s (%s)", cache_dir(), exc)
         return False
-    return stats["stores"] > stores
+    return writer.stored
 
 
 # ------------------------------------------------------------------------------------ listing and eviction
@@ -494,7 +536,8 @@ def entries() -> list[EntryInfo]:
     for path, st in _entry_files():
         try:
             with open(path, "rb") as f:
-                engine_len, _, _, header = _read_head(f, st.st_size)
+                payload_len, _, header = _read_head(f, st.st_size)
+                engine_len = payload_len - (_recipe_len(header, payload_len) or 0)
         except (OSError, _Corrupt):
             continue
         info = header.get("info") if isinstance(header.get("info"), dict) else {}

@@ -176,15 +176,23 @@ def edge_to_aten(edge_program: ExportedProgram) -> ExportedProgram:
             _rewrite_node(node)
             rewrite(node, rewriter)
     lift_constants(rewriter, signature, constants)
+    ranges = _used_ranges(gm, edge_program.range_constraints)
+    return regraphed(edge_program, gm, signature, dict(edge_program.state_dict), constants, ranges)
+
+
+def regraphed(
+    ep: ExportedProgram, gm: torch.fx.GraphModule, signature, state_dict: dict, constants: dict, range_constraints: dict
+) -> ExportedProgram:
+    """``ep`` (its module call graph) around a rewritten graph, signature, weights and ranges."""
     gm.graph.lint()
     gm.recompile()
     return ExportedProgram(
         root=gm,
         graph=gm.graph,
         graph_signature=signature,
-        state_dict=dict(edge_program.state_dict),
-        range_constraints=_used_ranges(gm, edge_program.range_constraints),
-        module_call_graph=copy.deepcopy(edge_program.module_call_graph),
+        state_dict=state_dict,
+        range_constraints=range_constraints,
+        module_call_graph=copy.deepcopy(ep.module_call_graph),
         constants=constants,
     )
 

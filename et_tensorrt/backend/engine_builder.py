@@ -1,5 +1,7 @@
 """Parse the partition's ONNX with TensorRT's ONNX parser (its weights from memory: backend/onnx_weights.py) and
-build a serialized engine."""
+build a serialized engine: the one builder, used by lowering (the ONNX export) and on the device
+(et_tensorrt.runtime.device_build: the RECIPE's graph, every initializer rebuilt from the blob's WEIGHTS and
+handed over the same way). Imports neither ONNX nor ExecuTorch at load time (the device may have no ``onnx``)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ class BuildSettings:
     # weights="refit": a weight-stripped engine (STRIP_PLAN) that assumes the refit weights are the build's
     # (REFIT_IDENTICAL, so TensorRT still optimizes with their values); the blob's REFIT_MAP restores them.
     strip_weights: bool = False
+    flavour: str | None = None  # the TensorRT flavour that builds (et_tensorrt.trt); None: lowering's default
 
 
 @dataclass
@@ -47,13 +50,20 @@ def profile_shapes(export: OnnxExport) -> list[list[tuple]]:
     return shapes
 
 
+def _origin(export: OnnxExport, node_name: str) -> str | None:
+    try:
+        return onnx_node_origin(export.model, node_name) if node_name else None
+    except ImportError:  # on the device without the onnx package: the parser's own words only
+        return None
+
+
 def _parser_errors(parser, export: OnnxExport) -> str:
     lines = []
     for i in range(parser.num_errors):
         err = parser.get_error(i)
         op = err.node_operator() or "?"
         name = err.node_name() or f"#{err.node()}"
-        origin = onnx_node_origin(export.model, err.node_name()) if err.node_name() else None
+        origin = _origin(export, err.node_name())
         where = f" from {origin}" if origin else ""
         lines.append(f"ONNX op {op} (node {name}{where}): {err.desc()}")
     return "; ".join(lines)
@@ -61,8 +71,9 @@ def _parser_errors(parser, export: OnnxExport) -> str:
 
 def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     """Ops of the ONNX graph the parser says it cannot take (best effort, for messages)."""
+    graph = getattr(export.model, "graph", None)  # None: a serialized graph, on a device without onnx
     bad = []
-    for op in sorted({n.op_type for n in export.model.graph.node if n.domain in ("", "ai.onnx")}):
+    for op in sorted({n.op_type for n in graph.node if n.domain in ("", "ai.onnx")} if graph is not None else ()):
         try:
             if not parser.supports_operator(op):
                 bad.append(op)
@@ -71,30 +82,23 @@ def _unsupported_ops(export: OnnxExport, parser) -> list[str]:
     return bad
 
 
-def _stream_writer(t, sink):
-    """A TensorRT ``IStreamWriter`` that hands each chunk of the serialized engine to ``sink.write``."""
-
-    class Writer(t.IStreamWriter):
-        def __init__(self):
-            t.IStreamWriter.__init__(self)
-
-        def write(self, data) -> int:
-            return sink.write(data)
-
-    return Writer()
-
-
 def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> None:
     """Parse and build (no cache), the serialized engine written to ``sink`` (``write(chunk) -> int``, ``nbytes``;
-    build_cache.EngineWriter). EngineBuildError names the op TensorRT rejected."""
-    t = trt.module()
-    log = trt.CollectingLogger.create()
+    build_cache.EngineWriter). EngineBuildError names the op TensorRT rejected. ``export.initializers`` (the
+    external weights) must stay alive until this returns: TensorRT reads them while it builds."""
+    flavour = trt.get(settings.flavour) if settings.flavour else trt.default()
+    if flavour is None or not flavour.can_build:
+        raise EngineBuildError(
+            f"no {settings.flavour} builder can be imported here ({trt.import_error(settings.flavour)})"
+        )
+    t = flavour.module
+    log = trt.CollectingLogger.create(t)
     builder = t.Builder(log)
-    network = builder.create_network(trt.network_flags())
+    network = builder.create_network(flavour.network_flags())
     parser = t.OnnxParser(network, log)
     if not onnx_weights.parse_tensorrt(parser, export):
         raise EngineBuildError(
-            f"TensorRT ({trt.flavour()} {trt.version()}) rejected the partition: {_parser_errors(parser, export)}"
+            f"TensorRT ({flavour.name} {flavour.version}) rejected the partition: {_parser_errors(parser, export)}"
         )
 
     # The network must take/return exactly what the partition does (catches silent narrowing).
@@ -113,24 +117,24 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> N
                     f"TensorRT {kind} {info.name!r} has dtype {tensor.dtype.name}, the partition {info.dtype}"
                 )
 
-    _check_aliases(network, export, t)
+    _check_aliases(network, export, t, flavour)
     config = builder.create_builder_config()
     if settings.workspace_bytes:
         config.set_memory_pool_limit(t.MemoryPoolType.WORKSPACE, int(settings.workspace_bytes))
     if settings.strip_weights:
         for flag in ("STRIP_PLAN", "REFIT_IDENTICAL"):
-            if not hasattr(t.BuilderFlag, flag):
+            try:
+                config.set_flag(flavour.builder_flag(flag))
+            except EngineBuildError as e:
                 raise EngineBuildError(
-                    f"{trt.flavour()} {trt.version()} has no BuilderFlag.{flag}: it cannot build "
-                    "weight-stripped engines; lower with weights='both'"
-                )
-            config.set_flag(getattr(t.BuilderFlag, flag))
+                    f"{e}: it cannot build weight-stripped engines; lower with weights='both'"
+                ) from e
     if settings.target_archs:
-        if not trt.supports_target_archs():
-            raise EngineBuildError(f"{trt.flavour()} {trt.version()} cannot build for explicit target architectures")
+        if not flavour.supports_target_archs():
+            raise EngineBuildError(f"{flavour.name} {flavour.version} cannot build for explicit target architectures")
         config.num_compute_capabilities = len(settings.target_archs)
         for i, arch in enumerate(settings.target_archs):
-            if not config.set_compute_capability(trt.compute_capability(arch), i):
+            if not config.set_compute_capability(flavour.compute_capability(arch), i):
                 raise EngineBuildError(f"TensorRT refused target architecture {arch!r}")
     inputs = export.engine_inputs
     shape_inputs = [
@@ -162,14 +166,14 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> N
 
     # Streamed out in chunks as TensorRT serializes it (never a whole engine in memory beside the builder's own
     # working copy of the weights): into a build-cache entry, or a private temp file.
-    built = builder.build_serialized_network_to_stream(network, config, _stream_writer(t, sink))
+    built = flavour.build_to(builder, network, config, sink)
     if not built or sink.nbytes == 0:
         errors = log.errors()
         if settings.strip_weights and not _cuda_available():
             # Measured with TensorRT-RTX 1.7.1: any refittable build (STRIP_PLAN, REFIT, REFIT_IDENTICAL, or
             # weights marked refittable) JIT-compiles through Myelin, which needs a CUDA device.
             raise EngineBuildError(
-                f"{trt.flavour()} {trt.version()} cannot build a weight-stripped (refittable) engine without a GPU "
+                f"{flavour.name} {flavour.version} cannot build a weight-stripped (refittable) engine without a GPU "
                 "(its builder needs CUDA for refittable weights); lower with weights='both' or 'engine-only' here, "
                 "or lower with weights='refit' on a machine with a GPU"
                 + (f" (TensorRT said: {'; '.join(errors)})" if errors else "")
@@ -177,12 +181,12 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> N
         bad = _unsupported_ops(export, parser)
         ops = f" (ops TensorRT reports unsupported: {', '.join(bad)})" if bad else ""
         raise EngineBuildError(
-            f"TensorRT ({trt.flavour()} {trt.version()}) could not build the engine{ops}: "
+            f"TensorRT ({flavour.name} {flavour.version}) could not build the engine{ops}: "
             + ("; ".join(errors) if errors else "no error message")
         )
 
 
-def _check_aliases(network, export: OnnxExport, t) -> None:
+def _check_aliases(network, export: OnnxExport, t, flavour) -> None:
     """Each in-place state's output must come from an IKVCacheUpdateLayer over its own input: only then does the
     engine alias them (the runtime binds one buffer to both and checks ``get_aliased_input_tensor``)."""
     if not export.aliased:
@@ -196,8 +200,8 @@ def _check_aliases(network, export: OnnxExport, t) -> None:
     for output, cache in export.aliased.items():
         if made.get(output) != cache:
             raise EngineBuildError(
-                f"TensorRT ({trt.flavour()} {trt.version()}) did not make the state write {output!r} a KV-cache update "
-                f"of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32, or report the model"
+                f"TensorRT ({flavour.name} {flavour.version}) did not make the state write {output!r} a KV-cache "
+                f"update of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32 or report the model"
             )
 
 
@@ -211,9 +215,10 @@ def _cuda_available() -> bool:
 
 
 def build_engine(export: OnnxExport, settings: BuildSettings, sink=None) -> BuildResult:
-    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX). The engine
-    goes to ``sink`` (a ``build_cache.EngineWriter``: a new cache entry; default: a private temp file) and comes
-    back held where it was written (``held_data.FileRegion``, never read into memory here)."""
+    """Build (uncached: preprocess looks the partition up in ``build_cache`` before exporting the ONNX; the device
+    build in its engine cache). The engine goes to ``sink`` (a ``build_cache.EngineWriter``: a new cache entry;
+    default: a private temp file) and comes back held where it was written (``held_data.FileRegion``, never read
+    into memory here)."""
     from et_tensorrt.backend.build_cache import EngineWriter
 
     sink = sink if sink is not None else EngineWriter(None)
@@ -223,4 +228,5 @@ def build_engine(export: OnnxExport, settings: BuildSettings, sink=None) -> Buil
     except BaseException:
         sink.abort()
         raise
-    return BuildResult(sink.commit(), time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return BuildResult(sink.commit(build_seconds=seconds), seconds)

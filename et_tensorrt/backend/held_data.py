@@ -1,34 +1,37 @@
 """Large payloads held where they already are — a tensor's memory, a region of a file — never joined into ``bytes``.
 
 ExecuTorch serializes named data (``NamedDataStore``) and program segments as a ``Cord`` of ``bytes`` and
-``FileBackedData`` (executorch/exir/_serialize/_cord.py), which it writes to the .pte/.ptd piece by piece. A
-``FileBackedData`` is read only when written. :class:`HeldData` is one, for data that is not a whole file of its
-own: :class:`TensorData` (the program's weight, written straight from its memory) and :class:`FileRegion` (an
-engine TensorRT streamed to disk, or the engine in a build-cache entry). So a model's weights and engines reach the
-.pte/.ptd without a copy in memory. The interface implemented is the one ``Cord`` and ``NamedDataStore`` use:
-``len``, ``prefix``, ``sha256``, ``to_bytes``, ``write_to_file``, ``close``.
+``FileBackedData`` (executorch/exir/_serialize/_cord.py), which it writes to the .pte/.ptd piece by piece.
+:class:`HeldData` has that interface (``len``, ``prefix``, ``sha256``, ``to_bytes``, ``write_to_file``, ``close``)
+for data that is not a whole file of its own: :class:`TensorData` (the program's weight, written straight from its
+memory) and :class:`FileRegion` (an engine TensorRT streamed to disk, or the engine in a build-cache entry). So a
+model's weights and engines reach the .pte/.ptd without a copy in memory (backend/named_data.py hands them to
+ExecuTorch). This module imports nothing of ExecuTorch: the device build (et_tensorrt.runtime.device_build) holds
+its engines as :class:`FileRegion` too, where only ExecuTorch's runtime is installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import tempfile
 import weakref
 
-from executorch.exir._serialize._cord import FileBackedData
-
 _CHUNK = 8 * 1024 * 1024
 
 
-class HeldData(FileBackedData):
+class HeldData:
     """Bytes held elsewhere, written where ExecuTorch writes the file. Immutable: deep copies are the object itself
     (ExecuTorch deep-copies programs; a copy of the data would double it)."""
 
-    def __init__(self, nbytes: int, sha256: bytes | None = None):  # noqa: D107 - FileBackedData's is for a path
+    def __init__(self, nbytes: int, sha256: bytes | None = None):
         self._size = int(nbytes)
         self._sha256 = sha256
         self._finalizer = None
+
+    def __len__(self) -> int:
+        return self._size
 
     def __deepcopy__(self, memo):
         return self
@@ -57,6 +60,8 @@ class HeldData(FileBackedData):
 
     def to_bytes(self) -> bytes:
         return b"".join(bytes(c) for c in self.chunks()) if self._size else b""
+
+    __bytes__ = to_bytes
 
     def write_to_file(self, outfile) -> None:
         for chunk in self.chunks():
@@ -115,6 +120,15 @@ class FileRegion(HeldData):
         with open(self._path, "rb") as f:
             f.seek(self.offset)
             _copy(f, outfile, self._size, self._path)
+
+    def view(self) -> memoryview:
+        """The bytes as a read-only view of the mapped file (no copy: what TensorRT deserializes from); the map
+        lives as long as the view and anything made from it."""
+        if not self._size:
+            return memoryview(b"")
+        with open(self._path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return memoryview(mapped)[self.offset : self.offset + self._size]
 
 
 def _copy(src, dst, nbytes: int, what: str) -> None:

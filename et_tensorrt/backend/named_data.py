@@ -19,6 +19,7 @@ import hashlib
 import weakref
 
 import torch
+from executorch.exir._serialize._cord import FileBackedData
 
 from et_tensorrt import blob as blob_mod
 from et_tensorrt.backend.held_data import HeldData, TensorData
@@ -70,6 +71,36 @@ def engine_key(engine: HeldData) -> str:
     return key_of(engine.sha256())
 
 
+class StoredData(FileBackedData):
+    """A :class:`HeldData` as ExecuTorch's ``FileBackedData`` (what ``NamedDataStore`` and ``Cord`` take besides
+    ``bytes``): read only when ExecuTorch writes the file, never copied (deep copies are the object itself)."""
+
+    def __init__(self, held: HeldData):  # FileBackedData's takes a whole file of its own
+        self._held = held
+        self._size, self._sha256, self._finalizer = len(held), None, None
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __copy__(self):
+        return self
+
+    def prefix(self, size: int) -> bytes:
+        return self._held.prefix(size)
+
+    def sha256(self) -> bytes:
+        return self._held.sha256()
+
+    def to_bytes(self) -> bytes:
+        return self._held.to_bytes()
+
+    def write_to_file(self, outfile) -> None:
+        self._held.write_to_file(outfile)
+
+    def close(self) -> None:
+        self._held.close()
+
+
 def data_store(entries: list[tuple[str, HeldData]], mode: str):
     """The ``NamedDataStoreOutput`` of one partition: ``entries`` under their keys, in the .pte (``pte``) or the
     .ptd (``ptd``)."""
@@ -78,5 +109,5 @@ def data_store(entries: list[tuple[str, HeldData]], mode: str):
     store = NamedDataStore()
     tag = EXTERNAL_TAG if mode == "ptd" else None
     for key, data in entries:
-        store.add_named_data(key, data, alignment=ALIGNMENT, external_tag=tag)
+        store.add_named_data(key, StoredData(data), alignment=ALIGNMENT, external_tag=tag)
     return store.get_named_data_store_output()

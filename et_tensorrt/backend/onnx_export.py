@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend import kv_cache_op, onnx_weights
+from et_tensorrt.backend import kv_cache_op, onnx_weights, quant_ops
 from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
 from et_tensorrt.backend.profiles import (
     DynamicDim,
@@ -81,13 +81,18 @@ class OnnxExport:
 
     def __post_init__(self):
         if isinstance(self.model, (bytes, bytearray, memoryview)):
-            import onnx
-
+            try:
+                import onnx
+            except ImportError:  # the device build without the onnx package: the graph stays serialized
+                self.model = bytes(self.model)
+                return
             self.model = onnx.load_from_string(bytes(self.model)) if len(self.model) else onnx.ModelProto()
 
     @property
     def model_bytes(self) -> bytes:
         """The graph serialized (small: the external weights are references, see backend/onnx_weights.py)."""
+        if isinstance(self.model, bytes):
+            return self.model
         onnx_weights.check_proto_size("serializing the ONNX graph", self.model.ByteSize())
         return self.model.SerializeToString()
 
@@ -355,6 +360,9 @@ def export_onnx(
 
     start = time.perf_counter()
     writes_state = any(n.target == torch.ops.et_tensorrt.kv_cache_update.default for n in ep.graph.nodes)
+    # TensorScatter (a state's in-place write) exists from opset 24, blocked and INT4 DequantizeLinear from 21;
+    # other partitions keep the exporter's default
+    opsets = [kv_cache_op.ONNX_OPSET] * writes_state + [quant_ops.ONNX_OPSET] * quant_ops.uses_quantization(ep)
     args = example_inputs(engine_inputs)
     program = None
     for retrace in (False, True):
@@ -372,10 +380,10 @@ def export_onnx(
                     external_data=False,
                     verbose=False,
                     optimize=False,  # optimize() below: the exporter's own, without copying the weights
-                    # TensorScatter (a state's in-place write) exists from opset 24; other partitions keep the default
-                    opset_version=kv_cache_op.ONNX_OPSET if writes_state else None,
-                    custom_translation_table=kv_cache_op.TRANSLATIONS,
+                    opset_version=max(opsets, default=None),
+                    custom_translation_table={**kv_cache_op.TRANSLATIONS, **quant_ops.TRANSLATIONS},
                 )
+            quant_ops.pack_int4_weights(program.model)
             break
         except Exception as exc:  # noqa: BLE001
             if retrace or precision != "fp32":

@@ -58,10 +58,20 @@ _ONNX_TO_TORCH = {
     12: torch.uint32,
     13: torch.uint64,
     16: torch.bfloat16,
+    17: torch.float8_e4m3fn,
+    18: torch.float8_e4m3fnuz,
+    19: torch.float8_e5m2,
+    20: torch.float8_e5m2fnuz,
 }
 
 
-_ONNX_TYPE = {dtype: code for code, dtype in _ONNX_TO_TORCH.items()}
+# Sub-byte element types (UINT4, INT4, FLOAT4E2M1: quantized weights, two per byte, low nibble first): held as
+# their packed bytes in a 1-D uint8 tensor, which is what TensorRT's load_initializer and a raw_data field take.
+PACKED_TYPES = frozenset({21, 22, 23})
+
+
+def _packed(data: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
 
 
 def torch_dtype(onnx_type: int) -> torch.dtype | None:
@@ -87,6 +97,8 @@ def _as_tensor(value) -> torch.Tensor:
     """The bytes of an onnx_ir tensor as a contiguous host ``torch.Tensor``: the program's own tensor when the
     exporter kept it (``TorchTensor``), a view of the exporter's numpy array otherwise; a copy only when
     neither exposes its memory."""
+    if int(value.dtype) in PACKED_TYPES:
+        return _packed(value.tobytes())
     raw = getattr(value, "raw", None)
     if isinstance(raw, torch.Tensor):
         return raw.detach().to("cpu").contiguous()  # no copy for a dense host tensor
@@ -159,6 +171,8 @@ def checkable(proto: onnx.ModelProto) -> onnx.ModelProto:
 def _inline_tensor(init) -> torch.Tensor:
     from onnx import numpy_helper
 
+    if init.data_type in PACKED_TYPES:
+        return _packed(init.raw_data)
     dtype = torch_dtype(init.data_type)
     if dtype is None:
         raise EngineBuildError(f"ONNX initializer {init.name!r} has element type {init.data_type}, which torch lacks")
@@ -218,12 +232,17 @@ def parse_tensorrt(parser, export: OnnxExport) -> bool:
     return parser.parse_model_proto()
 
 
-def _ort_value(tensor: torch.Tensor):
-    """An OrtValue over the tensor's memory (no copy); bfloat16, which numpy lacks, as its uint16 bits."""
+_BITS = {1: torch.uint8, 2: torch.uint16}  # element size -> the unsigned type numpy holds a dtype's bits in
+
+
+def _ort_value(tensor: torch.Tensor, onnx_type: int):
+    """An OrtValue of ONNX type ``onnx_type`` over the tensor's memory (no copy); a dtype numpy lacks (bfloat16,
+    float8) as its bits."""
     import onnxruntime as ort
 
-    if tensor.dtype == torch.bfloat16:
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(tensor.view(torch.uint16).numpy(), 16)
+    if tensor.dtype == torch.bfloat16 or tensor.dtype.is_floating_point and tensor.element_size() == 1:
+        bits = tensor.view(_BITS[tensor.element_size()]).numpy()
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx_type)
     return ort.OrtValue.ortvalue_from_numpy(tensor.numpy())
 
 
@@ -232,13 +251,15 @@ def _for_onnxruntime(export: OnnxExport, small: set[str]) -> bytes:
     its shape inference reads), every other one a graph input of its type and shape, fed at each run."""
     import onnx
 
+    protos = {i.name: i for i in export.model.graph.initializer}
     model = checkable(export.model) if any(is_external(i) for i in export.model.graph.initializer) else export.model
     if small:
+        # type and dims from the graph's own reference (a packed INT4 tensor's bytes are not its logical shape)
         model.graph.initializer.extend(
             onnx.helper.make_tensor(
                 name,
-                _ONNX_TYPE[export.initializers[name].dtype],
-                list(export.initializers[name].shape),
+                protos[name].data_type,
+                list(protos[name].dims),
                 _byte_view(export.initializers[name]).tobytes(),
                 raw=True,
             )
@@ -260,10 +281,19 @@ class OnnxRuntimeSession:
         import onnxruntime as ort
 
         options = options or ort.SessionOptions()
-        small = {n for n, t in export.initializers.items() if t.numel() * t.element_size() < ORT_INLINE_BYTES}
+        types = {i.name: i.data_type for i in export.model.graph.initializer}
+        # Inline: shape constants (below ORT_INLINE_BYTES), and packed sub-byte initializers (an OrtValue cannot
+        # hold "int4": its bytes go inline, half a byte a weight).
+        small = {
+            n
+            for n, t in export.initializers.items()
+            if t.numel() * t.element_size() < ORT_INLINE_BYTES or types.get(n) in PACKED_TYPES
+        }
         self._session = ort.InferenceSession(_for_onnxruntime(export, small), options, providers=list(providers))
         read = {i.name for i in self._session.get_inputs()}  # a weight the graph does not read may be dropped
-        self._weights = {n: _ort_value(t) for n, t in export.initializers.items() if n not in small and n in read}
+        self._weights = {
+            n: _ort_value(t, types[n]) for n, t in export.initializers.items() if n not in small and n in read
+        }
         self.input_names = [i.name for i in self._session.get_inputs() if i.name not in self._weights]
 
     def run(self, outputs: list[str], feeds: dict) -> list:
@@ -280,5 +310,6 @@ class OnnxRuntimeSession:
 
 
 def onnxruntime_session(export: OnnxExport, options=None, providers=("CPUExecutionProvider",)) -> OnnxRuntimeSession:
-    """onnxruntime on the export, its weights read in place (:class:`OnnxRuntimeSession`)."""
+    """onnxruntime on the export, its weights read in place (:class:`OnnxRuntimeSession`); ``options`` as the
+    caller sets them (quantized validation turns graph optimizations off)."""
     return OnnxRuntimeSession(export, options, providers)

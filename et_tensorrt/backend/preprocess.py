@@ -3,7 +3,8 @@
 ``preprocess`` runs a ``PartitionJob`` (backend/stages/job.py) through ``STAGES``, one file each under
 backend/stages/ (its docstring tables what each reads and writes):
 
-options (compile specs) -> to_aten (edge partition -> aten ExportedProgram, on the host) -> lift_state (mutable
+options (compile specs) -> to_aten (edge partition -> aten ExportedProgram, on the host) -> legalize_quant
+(Q/DQ TensorRT runs, activation quantization it cannot express dropped) -> lift_state (mutable
 buffers become engine state, backend/state_lifting.py) -> metadata -> cache_lookup (backend/build_cache.py,
 keyed by the partition itself; a hit skips the next three) -> to_onnx (in memory) -> validate (float64 refusal,
 [onnxruntime]) -> build (TensorRT engine, stored in the cache) -> embed (the aten program: GRAPH: torch.export's

@@ -201,7 +201,7 @@ def derive_refit_map(export: OnnxExport, weights: list[Weight], ep=None) -> Refi
     for name, target in onnx_initializers(export):
         steps = deriver.derive(name, target)
         if steps is None:
-            data = target.contiguous().view(torch.uint8).numpy().tobytes() if target.numel() else b""
+            data = target.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if target.numel() else b""
             steps = (rm.Step(rm.RAW, nbytes=len(data)),)
             raw.append(data)
             raw_bytes += len(data)

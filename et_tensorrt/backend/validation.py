@@ -17,11 +17,12 @@ import numpy as np
 import torch
 from torch.export import ExportedProgram
 
+from et_tensorrt.backend import quant_ops
 from et_tensorrt.backend.edge_to_aten import user_input_nodes
 from et_tensorrt.backend.onnx_export import OnnxExport
 from et_tensorrt.backend.onnx_weights import onnxruntime_session
 from et_tensorrt.errors import EngineBuildError, ValidationError
-from et_tensorrt.parity import compare, for_precision
+from et_tensorrt.parity import compare, for_precision, for_quantized
 
 _INT_MAGNITUDE = 4  # random non-index integers lie in [-4, -1] u [1, 4]
 
@@ -140,6 +141,10 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
         raise ValidationError(f"the ONNX takes {len(export.inputs)} input(s), got {len(inputs)}")
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    if b"QuantizeLinear" in export.model_bytes:  # (also matches DequantizeLinear)
+        # onnxruntime's graph optimizations rewrite Q/DQ around Conv/MatMul into its own quantized kernels, which
+        # round differently (measured: FP8 outputs off by a third): run the ONNX as it is written.
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         session = onnxruntime_session(export, opts)
         wanted = set(session.input_names)  # an input the graph does not read may be dropped
@@ -176,7 +181,9 @@ def validate(ep: ExportedProgram, export: OnnxExport, precision: str = "fp32", s
     # numpy has no bfloat16: onnxruntime hands such outputs back widened to float32.
     expected = [e.float() if isinstance(e, torch.Tensor) and e.dtype == torch.bfloat16 else e for e in expected]
     got = run_onnx(export, inputs)
-    result = compare(expected, got, for_precision(precision))
+    # a quantized activation may round to a neighbouring step in either runtime: compare against its share
+    quantized = any(n.target is quant_ops.QUANTIZE for n in ep.graph.nodes)
+    result = compare(expected, got, for_quantized(precision, expected) if quantized else for_precision(precision))
     if not result.passed:
         problems = (
             result.failures()

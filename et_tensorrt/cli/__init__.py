@@ -1,6 +1,6 @@
 """The `et-tensorrt` / `python -m et_tensorrt` command line.
 
-Commands: demo, lower, inspect, run, check, describe, cache (`et-tensorrt COMMAND --help` for each).
+Commands: demo, lower, inspect, run, prepare, check, describe, cache (`et-tensorrt COMMAND --help` for each).
 Exit status: 0 success; 1 error (one `error:` line on stderr; `--debug` shows the traceback); 2 bad
 command line (checked before any work); 3 `check`/`demo` did not pass; 4 the lowering delegated nothing
 (`--allow-no-delegate` accepts that).
@@ -26,12 +26,14 @@ from .common import (
 )
 from .generate import cmd_generate
 from .parser import build_parser
+from .prepare import cmd_prepare
 
 COMMANDS = {
     "demo": cmd_demo,
     "lower": cmd_lower,
     "inspect": cmd_inspect,
     "run": cmd_run,
+    "prepare": cmd_prepare,
     "check": cmd_check,
     "generate": cmd_generate,
     "describe": cmd_describe,
@@ -55,11 +57,13 @@ __all__ = [
 def _check_environment() -> None:
     """Settings read from the environment, checked like arguments."""
     from ..backend.build_cache import max_bytes
+    from ..runtime.device_build import prepare_policy
     from ..runtime.executors import fallback_policy
 
     try:
         fallback_policy()
         max_bytes()
+        prepare_policy()
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(COMMANDS).parse_args(argv)
     with quiet_third_party(args.debug):
         try:
-            if args.command in ("run", "check", "demo", "lower", "cache"):
+            if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):
                 _check_environment()
             return args.func(args)
         except KeyboardInterrupt:

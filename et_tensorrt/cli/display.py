@@ -75,8 +75,9 @@ def print_plan(plan) -> None:
         )
     print_table(rows)
     for i, d in enumerate(plan.delegates):
+        origin = f", engine {d.engine_origin}" if d.engine_origin else ""
         print(
-            f"  delegate {i}: {d.executor} ({d.executor_detail}) on {d.execution_device}, "
+            f"  delegate {i}: {d.executor} ({d.executor_detail}{origin}) on {d.execution_device}, "
             f"{d.bytes_copied:,} B copied, {d.executor_ns / 1e3:.1f} us executor"
             f" + {d.delegate_ns / 1e3:.1f} us delegate"
         )

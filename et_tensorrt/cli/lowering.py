@@ -37,6 +37,8 @@ class LoweringRequest:
                 cache=args.cache,
                 weights=args.weights,
                 named_data=getattr(args, "named_data", "off"),
+                device_build=args.device_build,
+                strict_quantization=args.strict_quantization,
             ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,

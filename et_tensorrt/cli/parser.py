@@ -202,6 +202,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         "default: the builder's)",
     )
     p.add_argument(
+        "--strict-quantization",
+        action="store_true",
+        help="refuse activation quantization TensorRT cannot express (a nonzero zero point, dynamic or per-token "
+        "scales) instead of running those activations in float (default: run them in float, with a warning)",
+    )
+    p.add_argument(
         "--zero-copy-inputs",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -213,6 +219,12 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         action=argparse.BooleanOptionalAction,
         default=defaults.cache,
         help="reuse engines from the build cache and store new ones (see `et-tensorrt cache`; default on)",
+    )
+    p.add_argument(
+        "--device-build",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.device_build,
+        help=f"{BuildOptions.describe()['device_build']} (default {'on' if defaults.device_build else 'off'})",
     )
     p.add_argument(
         "--allow-no-delegate",
@@ -286,6 +298,17 @@ def build_parser(commands) -> argparse.ArgumentParser:
         action="store_true",
         help="skip ExecuTorch's program verification (trusted files only, see docs/security.md)",
     )
+
+    p = sub.add_parser(
+        "prepare",
+        help="build the engines of a .pte for this machine's GPU now (engine cache; -o: a .pte carrying them)",
+    )
+    p.add_argument("pte", type=_existing_file, help="a .pte lowered with a build recipe (--device-build, the default)")
+    p.add_argument(
+        "-o", "--output", type=_output_file, metavar="PTE", help="also write a copy whose blobs carry these engines"
+    )
+    p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
+    p.add_argument("--device", type=_engine_device, default=_engine_device("cuda:0"), help="the GPU (default cuda:0)")
 
     p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
     p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")

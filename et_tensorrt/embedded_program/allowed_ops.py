@@ -3,7 +3,8 @@
 A partition's aten program holds only what the partitioner delegates (``supported_ops.SUPPORTED_OPS``)
 after ``edge_to_aten`` rewrote it: an edge op becomes its aten op or that op's view form (``_view_op``),
 adaptive pooling becomes plain pooling (``ADAPTIVE_POOLING``), and the rewrites write a few targets of
-their own (``edge_to_aten.REWRITE_TARGETS``, ``op_rewrites.TARGETS``). That set, minus any op that could
+their own (``edge_to_aten.REWRITE_TARGETS``, ``op_rewrites.TARGETS``, and the arithmetic that spells quantize and
+dequantize: ``quant_legalization.HOST_TARGETS``). That set, minus any op that could
 address memory it was not given (``as_strided``-like views, storage or size surgery) or mutate its inputs, is
 the allowlist; every other target in a file is refused by name, before torch resolves it to anything.
 """
@@ -52,10 +53,12 @@ def allowed_targets() -> frozenset[str]:
     """Serialized target strings (``torch.ops.aten.add.Tensor``, ``_operator.mul``) an embedded program may use."""
     from et_tensorrt.backend import op_rewrites
     from et_tensorrt.backend.edge_to_aten import REWRITE_TARGETS, _view_op
+    from et_tensorrt.backend.quant_legalization import HOST_TARGETS
     from et_tensorrt.partition.argument_limits import ADAPTIVE_POOLING
     from et_tensorrt.partition.supported_ops import SUPPORTED_OPS
 
     names = set(SUPPORTED_OPS) | set(ADAPTIVE_POOLING.values()) | set(REWRITE_TARGETS) | set(op_rewrites.TARGETS)
+    names |= set(HOST_TARGETS)  # quantize/dequantize as aten arithmetic (quant_legalization.host_program)
     out = set()
     for name in names:
         if name.startswith(("_operator.", "torch.sym_")):  # SymInt arithmetic, serialized by its Python name

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 
 from et_tensorrt.blob import Blob, WeightEntry
@@ -85,6 +87,32 @@ def weight_tensors(blob: Blob, named: Mapping[str, bytes] | None = None) -> list
             _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
         raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
         out.append(raw.view(entry.dtype).as_strided(entry.sizes, entry.strides))
+    return out
+
+
+def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
+    """Every WEIGHTS entry without a copy, in table order, for code that only reads them (the REFIT_MAP's and
+    RECIPE's verification, ``prepare``'s build): a read-only view of ``blob.data`` at the offset the C++ reader
+    checked (``read_blob(data, copy=False)``), or for an entry that is named data, ``named[key]``: the program's own
+    tensor (the lowering that wrote it) or a buffer of its bytes (inspection.named_data)."""
+    if blob.weight_views is not None:
+        return list(blob.weight_views)
+    out = []
+    for index, entry in enumerate(blob.weights):
+        ref = blob.named_weight(index)
+        source = named.get(ref.key) if ref is not None else blob.data
+        if isinstance(source, torch.Tensor):
+            out.append(source)
+            continue
+        if entry.nbytes == 0:
+            out.append(torch.empty_strided(entry.sizes, entry.strides, dtype=entry.dtype))
+            continue
+        if source is None or (ref is not None and memoryview(source).nbytes != entry.nbytes):
+            _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
+        raw = np.frombuffer(source, dtype=np.uint8, count=entry.nbytes, offset=0 if ref is not None else entry.offset)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # read-only memory: these views are never written
+            out.append(torch.from_numpy(raw).view(entry.dtype).as_strided(entry.sizes, entry.strides))
     return out
 
 

@@ -14,15 +14,33 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 # ExecuTorch finds a backend by BACKEND_ID among BackendDetails' subclasses: importing preprocess registers it.
 from ..backend.preprocess import EtTensorRTBackend  # noqa: F401
-from ..compile_specs import BACKEND_ID, DYNAMIC_DIMS, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, encode
+from ..compile_specs import (
+    BACKEND_ID,
+    DYNAMIC_DIMS,
+    EXECUTION_DEVICE,
+    PARTITION_COUNT,
+    PARTITION_INDEX,
+    BuildOptions,
+    encode,
+)
 from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
-from . import device_rules, pre_decomposition
+from ..quantization import qdq
+from . import device_rules, pre_decomposition, quantized
 from .argument_limits import argument_refusal
 from .dynamic_dims import declared_ranges, resolve_opt_sizes
 from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
-from .supported_ops import NON_COMPUTE_OPS, SUPPORTED_OPS, VIEW_OPS, dtype_refusal, op_name, packet_name, user_spellings
+from .supported_ops import (
+    NON_COMPUTE_OPS,
+    QUANTIZATION_OPS,
+    SUPPORTED_OPS,
+    VIEW_OPS,
+    dtype_refusal,
+    op_name,
+    packet_name,
+    user_spellings,
+)
 from .weight_split import DEFAULT_MAX_PARTITION_WEIGHTS, split_by_weights, weight_bytes
 
 TAG_PREFIX = "et_tensorrt_"
@@ -108,6 +126,7 @@ class TensorRTPartitioner(Partitioner):
         # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
         self._declared: dict[str, tuple] | None = None
         self._source_program = None
+        self._value_problems: list[str] = []
 
     # -- before ExecuTorch's decompositions (to_edge_transform_and_lower calls this) --------------------
 
@@ -118,13 +137,22 @@ class TensorRTPartitioner(Partitioner):
         modified."""
         self._declared = declared_ranges(exported_program)
         self._source_program = exported_program
+        # partition() sees FakeTensor weights: what needs their values (zero points) is read here
+        self._value_problems = qdq.value_problems(exported_program)
         if self.opt_sizes:
             resolve_opt_sizes(self.opt_sizes, exported_program)  # a bad key fails here, before any work
         return pre_decomposition.transform(exported_program)
 
+    def ops_to_not_decompose(self, ep):
+        """torchao's quantize/dequantize/choose_qparams ops whole (ExecuTorch would decompose them into arithmetic):
+        their Q/DQ chains go into the engines as TensorRT Q/DQ (``partition/quantized.py``)."""
+        return qdq.not_decomposed_ops(), None
+
     # -- the four node rules -------------------------------------------------------------------
 
-    def _refusal(self, node: Node, placed: bool, refused: dict[str, Reason]) -> Reason | None:
+    def _refusal(
+        self, node: Node, placed: bool, refused: dict[str, Reason], verdicts: dict[str, qdq.Verdict]
+    ) -> Reason | None:
         engine = self.target_device
         reason = device_rules.cast_refusal(node, engine) or device_rules.placement_refusal(node, engine, placed)
         if reason is not None:
@@ -137,13 +165,28 @@ class TensorRTPartitioner(Partitioner):
             return Reason(ReasonCode.UNSUPPORTED_ARGS, f"{name}: {limit}")
         if name == "operator.getitem" and node.args[0].name in refused:
             return Reason(ReasonCode.PRODUCER_REFUSED, f"{node.args[0].name} stays on host")
+        # A quantization node's dtypes (FP8, int4 in int8, choose_qparams' float64 scales, read by getitem) are its
+        # verdict's to judge.
+        judged = node.args[0].name if name == "operator.getitem" else node.name
+        if name in QUANTIZATION_OPS or judged in verdicts:
+            verdict = verdicts[judged]
+            if verdict.action == qdq.REFUSE:
+                return Reason(ReasonCode.UNSUPPORTED_QUANTIZATION, f"{verdict.what}: {verdict.why}")
+        else:
+            reason = self._dtype_refusal(node)
+            if reason is not None:
+                return reason
+        if user_spellings(name) & self.torch_executed_ops:
+            return Reason(ReasonCode.USER_TORCH_EXECUTED_OPS, name)
+        return None
+
+    @staticmethod
+    def _dtype_refusal(node: Node) -> Reason | None:
         for source in [node, *device_rules.input_nodes(node)]:
             for t in device_rules.tensors(source.meta.get("val")):
                 code = dtype_refusal(t.dtype)
                 if code is not None:
                     return Reason(code, f"{source.name} is {t.dtype}")
-        if user_spellings(name) & self.torch_executed_ops:
-            return Reason(ReasonCode.USER_TORCH_EXECUTED_OPS, name)
         return None
 
     def _would_drop_device(self, node: Node, reason: Reason, placed: bool) -> bool:
@@ -160,16 +203,18 @@ class TensorRTPartitioner(Partitioner):
 
     def analyze(self, exported_program) -> PartitionReport:
         """Decide every call node (no tagging, no warnings, no raising)."""
-        report, _ = self._analyze(exported_program)
+        report, _, _ = self._analyze(exported_program)
         return report
 
     def _analyze(self, exported_program):
+        """(report, tags, the quantization nodes' verdicts)."""
         gm = exported_program.graph_module
         placed = device_rules.is_placed(gm.graph)
         calls: list[Node] = [n for n in gm.graph.nodes if n.op == "call_function"]
+        verdicts = qdq.verdicts(exported_program, calls)
         refused: dict[str, Reason] = {}
         for node in calls:  # graph order, so a getitem sees its producer's decision
-            reason = self._refusal(node, placed, refused)
+            reason = self._refusal(node, placed, refused, verdicts)
             if reason is not None:
                 refused[node.name] = reason
         warned = tuple(
@@ -195,7 +240,7 @@ class TensorRTPartitioner(Partitioner):
             for n in calls
         ]
         report = PartitionReport(str(self.target_device), placed, decisions, warned)
-        return report, tags
+        return report, tags, verdicts
 
     def _group(self, gm, calls: list[Node], refused: dict[str, Reason], program, weights) -> dict[str, str]:
         """Partition tags of the accepted nodes; groups too small or only views are refused (in place); a group
@@ -232,8 +277,11 @@ class TensorRTPartitioner(Partitioner):
     # -- the ExecuTorch Partitioner interface -------------------------------------------------
 
     def partition(self, exported_program) -> PartitionResult:
-        report, tags = self._analyze(exported_program)
+        report, tags, verdicts = self._analyze(exported_program)
         self.report = report
+        # A quantized program lowers whole or not at all: one error before any engine is built (or one warning).
+        build = BuildOptions.from_specs(self.delegation_spec.compile_specs)
+        quantized.check(exported_program, report, verdicts, build, self._value_problems)
         for name in report.warned:
             warnings.warn(
                 f"et_tensorrt: node {name!r} is kept on the host ({report.host_nodes[name]}); a "
@@ -267,7 +315,8 @@ class TensorRTPartitioner(Partitioner):
         if self.own_mutable_buffers:
             report.states = own_mutable_buffers(exported_program)
         specs = self._specs(tags, exported_program)
-        self._declared, self._source_program = None, None  # used once: the next program brings its own
+        # used once: the next program brings its own
+        self._declared, self._source_program, self._value_problems = None, None, []
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)
 
     def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:

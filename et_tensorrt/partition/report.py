@@ -27,6 +27,7 @@ class ReasonCode(StrEnum):
     UNSUPPORTED_OP = "unsupported-op"  # the op is not in supported_ops.SUPPORTED_OPS
     UNSUPPORTED_ARGS = "unsupported-args"  # in the table, but these arguments exceed TensorRT's limits
     PRODUCER_REFUSED = "producer-refused"  # a getitem of a multi-output node kept on the host
+    UNSUPPORTED_QUANTIZATION = "unsupported-quantization"  # a Q/DQ TensorRT cannot run (quantization.qdq)
     DTYPE_FLOAT64 = "dtype:float64"  # TensorRT would narrow it to float32 silently
     DTYPE_COMPLEX = "dtype:complex"
     DTYPE_UNSUPPORTED = "dtype:unsupported"  # any other dtype TensorRT lacks

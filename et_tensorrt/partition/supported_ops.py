@@ -211,35 +211,63 @@ _FACTORIES = (
     "aten.ones_like.default",
     "aten.scalar_tensor.default",
 )
+# Quantize / dequantize / choose_qparams (PT2E's ``quantized_decomposed``, torchao's affine ops): delegated when
+# TensorRT can run them (``et_tensorrt.quantization.qdq`` reads each node and decides; what it cannot run is
+# refused there), into the engine of the ops they feed. Plumbing like the rows below: they do not count toward
+# min_block_size.
+QUANTIZATION_OPS = frozenset(
+    [
+        f"quantized_decomposed.{q}_per_tensor.{o}"
+        for q in ("quantize", "dequantize")
+        for o in ("default", "tensor", "tensor2")
+    ]
+    + [
+        f"quantized_decomposed.{q}_per_{g}.default"
+        for q in ("quantize", "dequantize")
+        for g in ("channel", "token", "channel_group")
+    ]
+    + [
+        "quantized_decomposed.choose_qparams.tensor",
+        "quantized_decomposed.choose_qparams_symmetric.tensor",
+        "quantized_decomposed.choose_qparams_per_token.default",
+        "quantized_decomposed.choose_qparams_per_token_asymmetric.default",
+        "torchao.quantize_affine.default",
+        "torchao.dequantize_affine.default",
+        "torchao.choose_qparams_affine.default",
+    ]
+)
 # Graph plumbing that computes nothing: delegable, but not counted toward min_block_size, so a
 # partition of plumbing alone (e.g. a lone shape query) is always dropped.
-NON_COMPUTE_OPS = frozenset(
-    {
-        "operator.getitem",
-        "aten._assert_tensor_metadata.default",
-        "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
-        # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
-        "_operator.mul",
-        "_operator.add",
-        "_operator.sub",
-        "_operator.floordiv",
-        "_operator.mod",
-        "_operator.neg",
-        "torch.sym_max",
-        "torch.sym_min",  # window padding (swin), ceil division
-        # A value read as a size (ExecuTorch llama's ``input_pos[0].item()``: its KV write position) and the
-        # range checks torch.export recorded on it: inside the engine it stays a tensor (no round trip through
-        # the host); the checks are the delegate's (a state write's position guard) and PyTorch's.
-        "aten._local_scalar_dense.default",
-        "aten._assert_scalar.default",
-        "aten.sym_constrain_range_for_size.default",
-        "_operator.ge",
-        "_operator.gt",
-        "_operator.le",
-        "_operator.lt",
-        "_operator.eq",
-        "_operator.ne",
-    }
+NON_COMPUTE_OPS = (
+    frozenset(
+        {
+            "operator.getitem",
+            "aten._assert_tensor_metadata.default",
+            "aten.sym_size.int",  # a shape query; an ONNX Shape inside the engine
+            # Size arithmetic on SymInts (a flatten of a dynamic dim multiplies sizes): ONNX scalar math.
+            "_operator.mul",
+            "_operator.add",
+            "_operator.sub",
+            "_operator.floordiv",
+            "_operator.mod",
+            "_operator.neg",
+            "torch.sym_max",
+            "torch.sym_min",  # window padding (swin), ceil division
+            # A value read as a size (ExecuTorch llama's ``input_pos[0].item()``: its KV write position) and the
+            # range checks torch.export recorded on it: inside the engine it stays a tensor (no round trip through
+            # the host); the checks are the delegate's (a state write's position guard) and PyTorch's.
+            "aten._local_scalar_dense.default",
+            "aten._assert_scalar.default",
+            "aten.sym_constrain_range_for_size.default",
+            "_operator.ge",
+            "_operator.gt",
+            "_operator.le",
+            "_operator.lt",
+            "_operator.eq",
+            "_operator.ne",
+        }
+    )
+    | QUANTIZATION_OPS
 )
 
 

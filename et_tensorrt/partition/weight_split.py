@@ -8,13 +8,16 @@ in graph order, and such a run of a convex partition is convex (nothing leaves i
 fuses each as it would the whole.
 
 A split falls only where it is safe: between nodes where every value that crosses is a tensor computed from the
-inputs (a size or a tuple never leaves a partition, see size_rule.py; a transposed or cast weight stays with its
-reader), and not inside the span of a mutable buffer (its readers and the node
+inputs (a size or a tuple never leaves a partition, see size_rule.py; a transposed, cast or dequantized weight
+stays with its reader; a quantized activation or its scales stay with their dequantize: a Q/DQ pair is one
+engine's, partition/quantized.py), and not inside the span of a mutable buffer (its readers and the node
 computing its new value stay together, so the delegate can own it: mutable_state.py). Between transformer layers
-both hold. A piece that cannot be cut small enough stays larger.
+all hold. A piece that cannot be cut small enough stays larger.
 """
 
 from __future__ import annotations
+
+import operator
 
 import torch
 from torch.fx import Node
@@ -67,7 +70,8 @@ def _cuttable(nodes: list[Node], program, weights: dict[str, int]) -> list[bool]
             from_weights.add(n.name)
     blocked = [0] * (len(nodes) + 1)  # values crossing each cut that may not, and buffer spans
     for i, n in enumerate(nodes):
-        if last_use[i] > i and (not isinstance(n.meta.get("val"), torch.Tensor) or n.name in from_weights):
+        stays = n.name in from_weights or _quantized_value(n)
+        if last_use[i] > i and (not isinstance(n.meta.get("val"), torch.Tensor) or stays):
             blocked[i + 1] += 1
             blocked[last_use[i] + 1] -= 1
     for first, last in _buffer_spans(program, index):
@@ -78,6 +82,16 @@ def _cuttable(nodes: list[Node], program, weights: dict[str, int]) -> list[bool]
         open_ += blocked[k]
         cut[k] = k > 0 and open_ == 0
     return cut
+
+
+def _quantized_value(node: Node) -> bool:
+    """A quantize's or choose_qparams' result (or an item of it): it may only reach its dequantize in the same
+    engine (a Q/DQ pair split between partitions is refused)."""
+    from ..quantization import qdq
+
+    source = node.args[0] if node.target is operator.getitem and isinstance(node.args[0], Node) else node
+    q = qdq.read(source)
+    return q is not None and q.kind != qdq.DEQUANTIZE
 
 
 def split_by_weights(nodes: list[Node], program, limit: int | None, weights: dict[str, int]) -> list[list[Node]]:

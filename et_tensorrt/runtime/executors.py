@@ -10,6 +10,8 @@ recorded in every placement plan (``executor``, ``execution_device``, ``executor
 :func:`tensorrt_executor` only when the blob has an engine for a CUDA device this process has; otherwise, or
 when the engine does not deserialize here (no TensorRT runtime, another GPU, host code, see engine_loading),
 it builds :func:`pytorch_executor` on the recorded GPU if present, else on the host, and the reason says so.
+A blob with a RECIPE whose own engine does not run on this GPU (or that has none) gets an engine built here,
+or from the engine cache (device_build; the plan's ``engine_origin`` says which).
 ``ET_TENSORRT_FALLBACK=error`` refuses instead of falling back. The embedded program is loaded by the safe
 loader (et_tensorrt.embedded_program): no pickle, no eval.
 """
@@ -140,6 +142,7 @@ class TensorRTExecutor:
     kind = "tensorrt"
     writes_in_place = True
     path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
+    origin = ""  # where the engine came from: "" the blob's own; else device_build's "built here for sm90 ..."
 
     def __init__(self, blob: Blob, device: torch.device, engine):
         self.device = device
@@ -272,31 +275,59 @@ def _tensor_names(engine) -> set[str]:
 
 
 def _deserialize(blob: Blob, device: torch.device):
-    """The engine, or (None, why not). Never deserializes without a GPU: the lean runtime can crash.
-    Raises EngineRefusedError for an engine that needs host code (see engine_loading)."""
-    if blob.engine is None:
-        return None, "the blob carries no engine (its build was left to PyTorch at lowering time)"
+    """(engine, origin, why not): the blob's own engine where it runs here; else, with a RECIPE, one built for
+    this GPU or taken from the engine cache (device_build); else None and why. Never deserializes without a GPU:
+    the lean runtime can crash. Raises EngineRefusedError for an engine that needs host code (engine_loading)."""
+    if blob.engine is None and blob.recipe is None:
+        return None, "", "the blob carries no engine (its build was left to PyTorch at lowering time)"
     if blob.exec_device_type != DEVICE_CUDA:
-        return None, "the partition's execution device is the host"
+        return None, "", "the partition's execution device is the host"
     if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
-        return None, "no CUDA device is available"
+        return None, "", "no CUDA device is available"
     try:
-        from .. import trt
+        from .. import trt  # noqa: F401 - a TensorRT-free install stops here
+        from . import device_build
     except ImportError as e:
-        return None, f"no TensorRT runtime ({e})"
+        return None, "", f"no TensorRT runtime ({e})"
     from .engine_loading import deserialize_engine
 
     try:
-        mod = trt.module()
-        with torch.cuda.device(device):
-            engine, reason = deserialize_engine(mod, blob.engine)
-            if engine is not None and blob.refit_map is not None:
-                return _refitted(mod, engine, blob)
-            return engine, reason
+        gpu = device_build.this_gpu(device) if blob.recipe is not None else None  # only a recipe's checks need it
+        why = device_build.aot_fit(blob, gpu)
+        if not why:
+            runtime = device_build.aot_runtime(blob)
+            if runtime is None:
+                why = "no TensorRT runtime can be imported here"
+            else:
+                with torch.cuda.device(device):
+                    engine, why = deserialize_engine(runtime.module, blob.engine)
+                if engine is not None and blob.refit_map is not None:
+                    engine, why = _refitted(runtime.module, engine, blob)
+                if engine is not None:
+                    return engine, "", ""
+        for _attempt in range(2):  # a cached engine that does not deserialize is removed and built once more
+            made = device_build.engine_for(blob, gpu, why, _label(blob))
+            if isinstance(made, str):
+                return None, "", made
+            with torch.cuda.device(device):
+                engine, reason = deserialize_engine(made.flavour.module, made.data.view())
+            if engine is not None:
+                return engine, made.origin, ""
+            if not made.from_cache:
+                return None, "", f"{why}; the engine built here does not deserialize: {reason}"
+            from ..backend import build_cache
+
+            build_cache.discard(made.key, f"the cached engine does not deserialize ({reason})")
+        return None, "", why
     except EngineRefusedError:
         raise
     except Exception as e:  # a TensorRT that cannot even start here
-        return None, f"TensorRT could not load the engine ({e})"
+        return None, "", f"TensorRT could not load the engine ({e})"
+
+
+def _label(blob: Blob) -> str:
+    """The partition as log lines name it: its program digest's first digits."""
+    return f"partition {program_digest(blob)[:8]}" if blob.has_program else ""
 
 
 def _refitted(trt, engine, blob: Blob):
@@ -384,10 +415,15 @@ def _recorded(executor, blob: Blob):
 
 
 def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | str:
-    """The TensorRT executor on ``device``, or why the engine does not load here (a string)."""
+    """The TensorRT executor on ``device``, or why no engine loads here (a string). Its ``origin`` says where a
+    device-built engine came from (the plan's ``engine_origin``; "" for the blob's own)."""
     blob = _blob(parsed)
-    engine, reason = _deserialize(blob, device)
-    return reason if engine is None else _recorded(TensorRTExecutor(blob, device, engine), blob)
+    engine, origin, reason = _deserialize(blob, device)
+    if engine is None:
+        return reason
+    executor = TensorRTExecutor(blob, device, engine)
+    executor.origin = origin
+    return _recorded(executor, blob)
 
 
 def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorchExecutor:
@@ -398,9 +434,10 @@ def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorch
     return _recorded(PyTorchExecutor(blob, device, reason), blob)
 
 
-def create_executor(blob, cuda_devices: int | None = None):
+def create_executor(blob, cuda_devices: int | None = None, named_data=None):
     """The executor the C++ delegate builds for ``blob`` (bytes), with its choice (a dict: executor, device,
-    recorded_device, reason). ``cuda_devices`` fakes the CUDA device count (tests, fuzzers)."""
+    recorded_device, reason). ``cuda_devices`` fakes the CUDA device count (tests, fuzzers); ``named_data`` (key ->
+    bytes-like) stands in for the program's named data (a blob with NAMED_DATA)."""
     from .. import _C
 
-    return _C.create_executor(blob, cuda_devices)
+    return _C.create_executor(blob, cuda_devices, named_data)

@@ -20,6 +20,7 @@ import torch
 
 from .. import _C
 from ..errors import RunnerError
+from .device_build import policy
 
 # ExecuTorch's CPU kernels (for the ops our delegate does not take). Its static initializers register them into
 # libexecutorch.so; ExecuTorch's own Python binding links the same library (same soname), so whichever loads it
@@ -81,15 +82,24 @@ def record_plans() -> _C.PlanRecording:
 
 
 class Runner:
+    """``prepare``: whether loading a method may build a TensorRT engine for this GPU when a blob's own engine
+    does not run here (et_tensorrt.runtime.device_build): ``"auto"`` / True (use the engine cache, else build,
+    with one log line naming the time), ``"cache"`` / False (a prepared engine only: ``et-tensorrt prepare``),
+    ``"off"`` (the blobs' own engines only); None (default): ``ET_TENSORRT_PREPARE``, unset meaning auto.
+    ``data_path``: the .ptd holding the program's named data kept outside the .pte (a lowering with
+    ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it."""
+
     def __init__(
         self,
         program: str | os.PathLike | bytes | bytearray | memoryview,
         *,
         verify: bool = True,
         data_path: str | os.PathLike | None = None,
+        prepare: bool | str | None = None,
     ):
-        """``data_path``: the .ptd holding the program's named data kept outside the .pte (a lowering with
-        ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it."""
+        from .device_build import check_policy
+
+        self._prepare = None if prepare is None else check_policy(prepare)
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
             self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes
@@ -102,7 +112,8 @@ class Runner:
         if self._data_path and not os.path.isfile(self._data_path):
             raise FileNotFoundError(f"no data file at {self._data_path!r}")
         self._verify = verify
-        self._native = self._from(self._source, verify, self._data_path)
+        with policy(self._prepare):
+            self._native = self._from(self._source, verify, self._data_path)
         # The plan of this Runner's last call (also after a failed call): each method input and output end to
         # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
         self.last_plan: _C.MethodPlan | None = None
@@ -124,7 +135,7 @@ class Runner:
         native = self._require()
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
-        with self._lock:
+        with self._lock, policy(self._prepare):  # a method loads on its first call: its delegates choose then
             try:
                 results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
             finally:
@@ -145,7 +156,8 @@ class Runner:
         with self._lock:
             self._native = None
             del native  # the old methods (and their delegates' device state) go before the new ones load
-            self._native = self._from(self._source, self._verify, self._data_path)
+            with policy(self._prepare):
+                self._native = self._from(self._source, self._verify, self._data_path)
             self.last_plan = None
             self.outputs_written_in_place = []
 

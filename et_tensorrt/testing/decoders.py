@@ -37,8 +37,11 @@ class Decoder:
 
 
 def executorch_llama(
-    dynamic: bool = False, layers: int = 2, dtype: torch.dtype = torch.float32, vocab: int = VOCAB
+    dynamic: bool = False, layers: int = 2, dtype: torch.dtype = torch.float32, vocab: int = VOCAB, quantize: str = ""
 ) -> Decoder:
+    """``quantize``: a torchao case of ``quantized_models`` (``"8da4w"``, ``"int4_weight_only"``, ...) applied to
+    the model before export, as ExecuTorch's LLM export does (``-qmode``); eager is then what the engine computes
+    (8da4w: its weight-only reading)."""
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
 
@@ -57,7 +60,13 @@ def executorch_llama(
     )
     torch.manual_seed(0)
     model = construct_transformer(args).eval().requires_grad_(False).to(dtype)
-    reference = copy.deepcopy(model)
+    if quantize:
+        from et_tensorrt.testing import quantized_models
+
+        model = quantized_models.quantize_torchao(model, quantize)
+        reference = quantized_models.reference(quantize, model)
+    else:
+        reference = copy.deepcopy(model)
 
     def inputs(tokens, start):
         return (torch.tensor([tokens], dtype=torch.long), {"input_pos": torch.tensor([start], dtype=torch.long)}), {}
@@ -69,6 +78,7 @@ def executorch_llama(
     return Decoder(
         f"executorch llama ({'enable_dynamic_shape' if dynamic else 'static'}"
         + ("" if dtype == torch.float32 else f", {str(dtype).replace('torch.', '')}")
+        + (f", {quantize}" if quantize else "")
         + ")",
         program,
         reference,

@@ -16,7 +16,9 @@ exported program. This subclass supplies our stages, built from the same pieces 
   ``BuildOptions`` fields or ``build_options``, ``zero_copy_inputs``/``zero_copy_outputs``);
 * checks on the partition report: ``check_partitions(n)``, ``check_delegated_all()``, ``check_host_nodes(names)``;
 * ``run_runner`` (:class:`et_tensorrt.Runner`), ``run_executorch`` (``executorch.runtime``), ``run_both``;
-* ``check_parity``: both entry points against eager PyTorch with a :class:`~et_tensorrt.parity.Tolerances`.
+* ``check_parity``: both entry points against eager PyTorch with a :class:`~et_tensorrt.parity.Tolerances`;
+* quantized programs: ``check_quantization`` (what each engine's quantization became) and
+  ``check_quantized_parity`` (within a share of the output's absmax of the quantized eager model).
 
 The conformance flow (``et_tensorrt.conformance.flow``) makes the same Tester with the harness's edge config
 and a strict export, as every backend-suite flow does.
@@ -39,7 +41,7 @@ from executorch.exir.backend.partitioner import Partitioner
 import et_tensorrt  # registers EtTensorRTBackend with ExecuTorch's runtime
 from et_tensorrt import lowering
 from et_tensorrt.inspection import delegate_blobs
-from et_tensorrt.parity import EXACT, SAME_MATH, Tolerances, compare
+from et_tensorrt.parity import EXACT, QUANTIZED_SHARE, SAME_MATH, Tolerances, compare
 from et_tensorrt.partition import TensorRTPartitioner
 
 from .blob_checks import check_blob, lowered_blobs
@@ -328,6 +330,43 @@ class Tester(TesterBase):
         # The two entry points run the same delegate on the same inputs: they must agree bit for bit.
         for i, (a, b) in enumerate(zip(self.runner_outputs, self.executorch_outputs)):
             assert torch.equal(a, b), f"output {i}: Runner and executorch.runtime disagree"
+        return self
+
+    # -- quantized programs ------------------------------------------------------------------------
+
+    def quantization(self) -> list[dict | None]:
+        """Per blob, what its partition's quantization became (METADATA ``quantization``; None: not quantized)."""
+        from et_tensorrt.blob import read_blob
+
+        return [read_blob(b).metadata.get("quantization") for b in self.blobs]
+
+    def check_quantization(
+        self, *, weights: dict[str, int], activations: dict[str, int] | None = None, dropped: int = 0
+    ) -> Tester:
+        """One engine whose weights (quantized type -> count) and kept activation Q/DQ are these, and which ran
+        ``dropped`` activation Q/DQ in float."""
+        (got,) = self.quantization()
+        want = {"weights": weights, "activations": activations or {}, "dropped_activation_qdq": dropped}
+        assert got == want, f"quantization {got}, expected {want}"
+        return self
+
+    def error_share(self, reference: torch.nn.Module | None = None) -> float:
+        """The largest difference of the last Runner outputs from ``reference`` (default: the model), as a share of
+        each output's largest magnitude."""
+        expected = eager(reference, self.last_inputs) if reference is not None else self.expected()
+        share = 0.0
+        for got, want in zip(self.runner_outputs, expected, strict=True):
+            share = max(share, float((got - want).abs().max()) / max(float(want.abs().max()), 1e-12))
+        return share
+
+    def check_quantized_parity(
+        self, reference: torch.nn.Module | None = None, share: float = QUANTIZED_SHARE
+    ) -> Tester:
+        """The last Runner outputs within ``share`` of each output's absmax of ``reference`` (the quantized eager
+        model, or what its engine computes: the weight-only reading of dynamic activation quantization)."""
+        assert self.runner_outputs, "run_runner() first"
+        got = self.error_share(reference)
+        assert got <= share, f"Runner differs from the quantized eager model by {got:.2%} of the output's absmax"
         return self
 
     def max_abs_error(self) -> float:

@@ -21,12 +21,12 @@ enum SectionKind : uint32_t {
   kEngine = 2,
   kProgram = 3,  // version 1 only
   kMetadata = 4,
-  kGraph = 5,     // version 2 on
-  kWeights = 6,   // version 2 on
-  kRefitMap = 7,  // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
-  kState = 8,     // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
-  kDigests = 9,   // version 3 on: a CRC-32 of every other section, checked before any of them is read
-  // (10 and 12 are other branches' sections)
+  kGraph = 5,       // version 2 on
+  kWeights = 6,     // version 2 on
+  kRefitMap = 7,    // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
+  kState = 8,       // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
+  kDigests = 9,     // version 3 on: a CRC-32 of every other section, checked before any of them is read
+  kRecipe = 10,     // version 2 on: how to build the engine on the device (et_tensorrt/recipe.py)
   kNamedData = 11,  // version 2 on: the ENGINE / WEIGHTS data that is ExecuTorch named data, by key
 };
 constexpr size_t kWeightEntryFixedSize = 24;
@@ -60,6 +60,18 @@ class Reader {
   }
   size_t remaining() const { return size_ - pos_; }
   size_t position() const { return pos_; }
+
+  // A table's head (u32 count, u32 reserved): the count, refused when the rest cannot hold that many entries of
+  // at least `entry_size` bytes (a corrupt count must not size an allocation).
+  uint32_t read_table_head(size_t entry_size, const char* holds = "it holds") {
+    const uint32_t count = read<uint32_t>();
+    if (read<uint32_t>() != 0) fail(std::string(region_) + " reserved field is not zero");
+    if (count > remaining() / entry_size) {
+      fail(std::string(region_) + " declares " + std::to_string(count) + " entries, more than " + holds +
+           " (truncated)");
+    }
+    return count;
+  }
 
  private:
   void need(size_t n) const {
@@ -218,11 +230,7 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
     fail("WEIGHTS section is not 64-byte aligned in the blob");
   }
   Reader r(section.data, section.size, "WEIGHTS");
-  const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail("WEIGHTS reserved field is not zero");
-  if (count > r.remaining() / kWeightEntryFixedSize) {
-    fail("WEIGHTS declares " + std::to_string(count) + " entries, more than its table can hold (truncated)");
-  }
+  const uint32_t count = r.read_table_head(kWeightEntryFixedSize, "its table can hold");
   std::vector<WeightEntry> entries;
   entries.reserve(count);
   std::set<std::string> names;
@@ -288,11 +296,7 @@ constexpr size_t kNamedEntryFixedSize = 16;
 
 std::vector<NamedDataEntry> read_named_data(const ByteSpan& section) {
   Reader r(section.data, section.size, "NAMED_DATA");
-  const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail("NAMED_DATA reserved field is not zero");
-  if (count > r.remaining() / kNamedEntryFixedSize) {
-    fail("NAMED_DATA declares " + std::to_string(count) + " entries, more than it holds (truncated)");
-  }
+  const uint32_t count = r.read_table_head(kNamedEntryFixedSize);
   std::vector<NamedDataEntry> entries;
   std::set<std::pair<uint8_t, uint32_t>> targets;
   for (uint32_t i = 0; i < count; ++i) {
@@ -323,11 +327,13 @@ std::vector<NamedDataEntry> read_named_data(const ByteSpan& section) {
 // name, rank x i64 sizes, steps), then RAW data. Each step: u8 op, u8 argument, u16 reserved, operands.
 constexpr uint16_t kMaxRefitSteps = 64;
 
-std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count) {
-  Reader r(section.data, section.size, "REFIT_MAP");
+// `region` names the map in errors: "REFIT_MAP", or "RECIPE map" (the same encoding inside a RECIPE).
+std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count, const char* region) {
+  Reader r(section.data, section.size, region);
+  const std::string name = region;
   const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail("REFIT_MAP reserved field is not zero");
-  if (count > r.remaining() / 8) fail("REFIT_MAP declares " + std::to_string(count) + " entries, more than it holds");
+  if (r.read<uint32_t>() != 0) fail(name + " reserved field is not zero");
+  if (count > r.remaining() / 8) fail(name + " declares " + std::to_string(count) + " entries, more than it holds");
   auto weight_index = [&](const std::string& what) {
     const uint32_t i = r.read<uint32_t>();
     if (i >= weight_count)
@@ -339,7 +345,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   std::set<std::string> names;
   std::vector<std::pair<size_t, size_t>> raw;  // (entry, step) of RAW steps, checked once the table's end is known
   for (uint32_t i = 0; i < count; ++i) {
-    std::string what = "REFIT_MAP entry " + std::to_string(i);
+    std::string what = name + " entry " + std::to_string(i);
     RefitEntry e;
     const uint16_t name_len = r.read<uint16_t>();
     const uint8_t dtype = r.read<uint8_t>();
@@ -448,7 +454,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
   for (const auto& [i, k] : raw) {
     const RefitStep& st = entries[i].steps[k];
     if (st.nbytes != 0 && (st.offset < table_end || st.offset > section.size || st.nbytes > section.size - st.offset)) {
-      fail("REFIT_MAP entry " + std::to_string(i) + " ('" + entries[i].name + "') raw data lies outside the section");
+      fail(name + " entry " + std::to_string(i) + " ('" + entries[i].name + "') raw data lies outside the section");
     }
   }
   return entries;
@@ -526,6 +532,41 @@ std::vector<StateEntry> read_state_table(const ByteSpan& section) {
   return states;
 }
 
+// RECIPE: u32 version, u32 reserved, u32 header_len, u32 reserved, u64 graph_len, u64 map_len, then the header
+// (UTF-8 JSON) at 32, the graph and the map each at the next 64-aligned offset of the payload, nothing after.
+constexpr size_t kRecipeHeadSize = 32;
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+Recipe read_recipe(const ByteSpan& section, size_t weight_count) {
+  Reader r(section.data, section.size, "RECIPE");
+  Recipe recipe;
+  recipe.version = r.read<uint32_t>();
+  if (recipe.version == 0) fail("RECIPE has version 0");
+  if (r.read<uint32_t>() != 0) fail("RECIPE reserved field is not zero");
+  if (!recipe.parsed()) return recipe;  // a newer layout: kept unparsed, the blob stays usable without it
+  const uint32_t header_len = r.read<uint32_t>();
+  if (r.read<uint32_t>() != 0) fail("RECIPE reserved field is not zero");
+  const uint64_t graph_len = r.read<uint64_t>();
+  const uint64_t map_len = r.read<uint64_t>();
+  const uint64_t size = section.size;
+  const uint64_t graph_at = align64(kRecipeHeadSize + header_len);  // header_len < 2^32: no overflow
+  if (graph_len > size || graph_at > size - graph_len) fail("RECIPE graph lies outside the section");
+  const uint64_t map_at = align64(graph_at + graph_len);
+  if (map_len > size || map_at > size || map_len != size - map_at) {
+    fail("RECIPE map does not end the section (" + std::to_string(size) + " bytes)");
+  }
+  if (header_len == 0 || graph_len == 0) fail("RECIPE has an empty header or graph");
+  recipe.header = ByteSpan{section.data + kRecipeHeadSize, header_len, true};
+  recipe.graph = ByteSpan{section.data + graph_at, static_cast<size_t>(graph_len), true};
+  recipe.map = ByteSpan{section.data + map_at, static_cast<size_t>(map_len), true};
+  if (!valid_utf8(std::string(reinterpret_cast<const char*>(recipe.header.data), recipe.header.size))) {
+    fail("RECIPE header is not UTF-8");
+  }
+  recipe.entries = read_refit_map(recipe.map, weight_count, "RECIPE map");
+  return recipe;
+}
+
 // The guards index the delegate's inputs: each must name an input that exists (a tensor), and a length dim of it.
 void check_state_guards(const DelegateBlob& blob) {
   for (size_t i = 0; i < blob.states.size(); ++i) {
@@ -543,9 +584,8 @@ void check_state_guards(const DelegateBlob& blob) {
 }
 
 std::string section_name(uint32_t kind) {
-  if (kind == kNamedData) return "NAMED_DATA";
-  static const char* const names[] = {"",      "IO_TABLE", "ENGINE",    "PROGRAM", "METADATA",
-                                      "GRAPH", "WEIGHTS",  "REFIT_MAP", "STATE",   "DIGESTS"};
+  static const char* const names[] = {"",        "IO_TABLE",  "ENGINE", "PROGRAM", "METADATA", "GRAPH",
+                                      "WEIGHTS", "REFIT_MAP", "STATE",  "DIGESTS", "RECIPE",   "NAMED_DATA"};
   return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
 }
 
@@ -680,6 +720,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kState:
         if (v2) blob.state = span;
         break;
+      case kRecipe:
+        if (v2) blob.recipe_section = span;
+        break;
       case kNamedData:
         if (v2) blob.named_data = span;
         break;
@@ -727,7 +770,14 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
              std::to_string(e.nbytes) + " bytes; the entry addresses " + std::to_string(w.nbytes));
       }
     }
-    if (blob.refit_map.present) blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size());
+    // A RECIPE's initializers are rebuilt from the WEIGHTS entries, wherever their bytes are (the blob or named data)
+    if (blob.recipe_section.present && !blob.weights.present) {
+      fail("has a RECIPE without the WEIGHTS its initializers are rebuilt from");
+    }
+    if (blob.refit_map.present) {
+      blob.refit_entries = read_refit_map(blob.refit_map, blob.weight_entries.size(), "REFIT_MAP");
+    }
+    if (blob.recipe_section.present) blob.recipe = read_recipe(blob.recipe_section, blob.weight_entries.size());
     if (blob.state.present != ((flags & kFlagState) != 0)) {
       fail(blob.state.present ? "has a STATE section without the header's state flag"
                               : "has the header's state flag without a STATE section");

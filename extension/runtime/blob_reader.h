@@ -120,23 +120,39 @@ struct ByteSpan {
   bool present = false;  // the section is in the blob (it may still be empty)
 };
 
+// RECIPE (docs/blob-format.md): what a TensorRT builder on the device needs to build the partition there (its
+// ONNX graph without weight bytes, a recipe per initializer over WEIGHTS, the build header). Only layout version
+// kRecipeVersion is parsed; a newer one is kept as `version` with empty parts (the device build then says why).
+constexpr uint32_t kRecipeVersion = 1;
+
+struct Recipe {
+  uint32_t version = 0;  // 0: the blob has no RECIPE
+  ByteSpan header;       // UTF-8 JSON: the engine's I/O, profiles, precision, options, the ahead-of-time engine
+  ByteSpan graph;        // ONNX ModelProto whose initializers carry no bytes
+  ByteSpan map;          // the initializers' recipes, in REFIT_MAP's encoding (RAW offsets from its own start)
+  std::vector<RefitEntry> entries;
+  bool parsed() const { return version == kRecipeVersion; }
+};
+
 struct DelegateBlob {
   uint16_t version = 0;
   bool digests_verified = false;  // version 3: every section matched its DIGESTS entry (version 1-2: none)
   EtDevice execution_device{EtDeviceType::CUDA, 0};
   std::vector<IoEntry> inputs;  // the delegate's arguments in order: tensors (Input) and sizes (Size)
   std::vector<IoEntry> outputs;
-  ByteSpan engine;      // serialized TensorRT engine; absent when the build was left to PyTorch
-  ByteSpan program;     // version 1 only: torch.export.save archive of the partition
-  ByteSpan graph;       // version 2: torch.export JSON of the partition's aten program
-  ByteSpan weights;     // version 2: the WEIGHTS section (table + data), described by `weight_entries`
-  ByteSpan refit_map;   // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
-  ByteSpan metadata;    // UTF-8 JSON, informational
-  ByteSpan state;       // the STATE section, parsed into `states`
-  ByteSpan named_data;  // the NAMED_DATA section, parsed into `named_entries`
+  ByteSpan engine;          // serialized TensorRT engine; absent when the build was left to PyTorch
+  ByteSpan program;         // version 1 only: torch.export.save archive of the partition
+  ByteSpan graph;           // version 2: torch.export JSON of the partition's aten program
+  ByteSpan weights;         // version 2: the WEIGHTS section (table + data), described by `weight_entries`
+  ByteSpan refit_map;       // version 2: engine weight -> recipe over WEIGHTS (the ENGINE is weight-stripped)
+  ByteSpan metadata;        // UTF-8 JSON, informational
+  ByteSpan state;           // the STATE section, parsed into `states`
+  ByteSpan recipe_section;  // the RECIPE section, parsed into `recipe`
+  ByteSpan named_data;      // the NAMED_DATA section, parsed into `named_entries`
   std::vector<WeightEntry> weight_entries;
   std::vector<RefitEntry> refit_entries;      // REFIT_MAP parsed
   std::vector<StateEntry> states;             // STATE parsed
+  Recipe recipe;                              // RECIPE parsed
   std::vector<NamedDataEntry> named_entries;  // NAMED_DATA parsed
   // The engine is named data (no ENGINE section): `engine` is empty until the delegate resolves it.
   bool engine_named() const;

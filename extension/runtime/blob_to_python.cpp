@@ -176,6 +176,19 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
   }
   out["states"] = states;
   out["state"] = slice(blob.state);
+  if (blob.recipe_section.present) {
+    py::dict recipe;
+    recipe["version"] = blob.recipe.version;
+    recipe["header"] = slice(blob.recipe.header);
+    recipe["graph"] = slice(blob.recipe.graph);
+    recipe["map"] = slice(blob.recipe.map);
+    py::list entries;
+    for (const RefitEntry& e : blob.recipe.entries) entries.append(refit_entry_dict(e));
+    recipe["entries"] = entries;
+    out["recipe"] = recipe;
+  } else {
+    out["recipe"] = py::none();
+  }
   if (owner) {
     py::list views;
     for (size_t i = 0; i < blob.weight_entries.size(); ++i) {

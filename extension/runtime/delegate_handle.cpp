@@ -158,6 +158,7 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
       plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor, writes_in_place_));
   plan->executor_detail = executor_detail_;
   plan->executor_reason = choice_.reason;
+  plan->engine_origin = choice_.engine_origin;
   plan->states = states_;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {

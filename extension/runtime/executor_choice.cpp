@@ -30,9 +30,12 @@ void release_views(const py::dict& parsed) {
 
 bool has_program(const DelegateBlob& blob) { return blob.graph.size > 0 || blob.program.size > 0; }
 
-// Why TensorRT is not even tried, or "" when it may be (the blob has an engine for a device this process has).
+// Why TensorRT is not even tried, or "" when it may be (the blob has an engine, or a recipe to build one, for a
+// device this process has).
 std::string why_not_tensorrt(const DelegateBlob& blob, int cuda_devices) {
-  if (blob.engine.size == 0) return "the blob carries no engine (its build was left to PyTorch at lowering time)";
+  if (blob.engine.size == 0 && !blob.recipe_section.present) {
+    return "the blob carries no engine (its build was left to PyTorch at lowering time)";
+  }
   if (blob.execution_device.type() != EtDeviceType::CUDA) return "the partition's execution device is the host";
   if (cuda_devices == 0) return "no CUDA device is available";
   if (blob.execution_device.index() >= cuda_devices) {
@@ -86,6 +89,7 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
       } else {
         executor = result;
         choice.executor = "tensorrt";
+        if (py::hasattr(executor, "origin")) choice.engine_origin = executor.attr("origin").cast<std::string>();
       }
     }
     if (!executor) {

@@ -246,8 +246,9 @@ std::string PlacementPlan::rejection_message() const {
 
 std::string PlacementPlan::repr() const {
   std::ostringstream out;
-  out << "PlacementPlan(executor=" << executor << ", device=" << device_str(execution_device)
-      << ", bytes_copied=" << bytes_copied() << ")";
+  out << "PlacementPlan(executor=" << executor;
+  if (!engine_origin.empty()) out << " (" << engine_origin << ")";
+  out << ", device=" << device_str(execution_device) << ", bytes_copied=" << bytes_copied() << ")";
   if (!executor_reason.empty()) out << "\n  executor: " << executor_reason;
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {

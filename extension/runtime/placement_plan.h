@@ -78,6 +78,7 @@ struct PlacementPlan {
   std::string executor;         // "tensorrt" or "pytorch"
   std::string executor_detail;  // how it runs: "C++ graph interpreter", "Python graph code (why)", ...
   std::string executor_reason;  // why not TensorRT (and why not the recorded GPU); empty when TensorRT runs
+  std::string engine_origin;    // "" the blob's own engine; else "built here for sm90 with ... in 14.2 s; cached"
   std::vector<TensorPlacement> inputs;
   std::vector<TensorPlacement> outputs;
   std::vector<StatePlacement> states;

@@ -172,6 +172,21 @@ def delegate_spans(pte: bytes) -> list[dict]:
     return spans
 
 
+def quantized(model, how: str):
+    """``model`` quantized with torchao for a ProgramSpec's ``quantize`` (here only: the device machine has no
+    torchao; it compares with the eager outputs computed here)."""
+    if not how:
+        return model
+    if how != "int4-weight-only":
+        raise SystemExit(f"unknown quantization {how!r} in check_models.PROGRAMS")
+    import torch
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    return model
+
+
 def lower_programs(work: Path) -> Path:
     import warnings
 
@@ -188,7 +203,7 @@ def lower_programs(work: Path) -> Path:
     table = []
     for spec in check_models.PROGRAMS:
         t0 = time.perf_counter()
-        model = check_models.build_model(spec.model)
+        model = quantized(check_models.build_model(spec.model), spec.quantize)
         inputs = check_models.example_inputs(spec.model)
         with torch.no_grad():
             expected = model(*inputs)
@@ -215,7 +230,8 @@ def lower_programs(work: Path) -> Path:
                     step = check_models.decode_inputs(position)
                     steps.append({"inputs": step, "expected": [decoder(*step).detach()]})
             refs["programs"][spec.name]["steps"] = steps
-        refs["models"][spec.model] = model.state_dict()
+        if not spec.quantize:  # the float weights, for eager CUDA timings (torchao is not on the device machine)
+            refs["models"][spec.model] = model.state_dict()
         tol, fp32 = for_precision(spec.precision), for_precision("fp32")
         table.append(
             {
@@ -224,6 +240,7 @@ def lower_programs(work: Path) -> Path:
                 "precision": spec.precision,
                 "zero_copy_outputs": spec.zero_copy_outputs,
                 "options": spec.options,
+                "quantize": spec.quantize,
                 "shows": spec.shows,
                 "decode": spec.decode,
                 "pte": f"{spec.name}.pte",

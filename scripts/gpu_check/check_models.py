@@ -93,6 +93,8 @@ class ProgramSpec:
     options: dict = field(default_factory=dict)  # more `et_tensorrt.lower` options
     shows: str = ""
     decode: bool = False  # a stateful decoder: DECODE_TOKENS run one per call through one Runner
+    # quantized before lowering (bundle.py applies it with torchao; eager outputs are the quantized model's)
+    quantize: str = ""
 
 
 PROGRAMS = (
@@ -111,6 +113,14 @@ PROGRAMS = (
         zero_copy_outputs=False,
         options={"torch_executed_ops": ["aten.tanh.default"]},
         shows="two delegates around an ExecuTorch CPU kernel (loaded without executorch.exir)",
+    ),
+    ProgramSpec(
+        "mlp_int4_weight_only",
+        "mlp",
+        precision="fp16",
+        quantize="int4-weight-only",
+        shows="int4 weight-only GEMM (issue 28): torchao's IntxWeightOnlyConfig(int4, PerGroup(32)), one engine "
+        "with INT4 block-dequantized weights and fp16 activations",
     ),
     ProgramSpec(
         "decoder_kv_cache",

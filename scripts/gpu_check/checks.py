@@ -180,6 +180,7 @@ class Checks:
         self.runners: dict = {}
         self.executor: dict[str, str] = {}  # program -> executor kind its delegate(s) chose
         self.engines: dict[str, bool] = {}  # program -> every engine deserialized
+        self.deserialize_messages: dict[str, str] = {}  # program -> TensorRT's log when one did not
         self.et = None
 
     def device(self) -> str:
@@ -291,6 +292,7 @@ class Checks:
         self.engines[name] = all(r["ok"] for r in results)
         if not self.engines[name]:
             why = "; ".join(m for r in results for m in r["messages"]) or "deserialize_cuda_engine returned None"
+            self.deserialize_messages[name] = why
             raise AssertionError(f"TensorRT did not deserialize the engine on this GPU: {why}")
         return f"{len(results)} engine(s) deserialized", {"engines": results}
 
@@ -475,6 +477,32 @@ class Checks:
             data,
         )
 
+    # -- quantized engines (issue 28) -------------------------------------------------------------------
+    def quantized_engine(self, name: str):
+        """An int4 weight-only engine: its METADATA says int4 weights (legalize_quant), TensorRT deserialized it on
+        this GPU and ran it (its parity with the quantized eager model was the "runs, matches eager" row);
+        otherwise TensorRT's own reason, verbatim."""
+        from et_tensorrt.blob import read_blob
+
+        (raw,) = self.blobs(name)
+        blob = read_blob(raw)
+        meta = blob.metadata
+        quantization = meta.get("quantization") or {}
+        if "int4" not in (quantization.get("weights") or {}):
+            raise AssertionError(f"the engine holds no int4 weights: METADATA quantization {quantization}")
+        if not self.engines.get(name):
+            why = self.deserialize_messages.get(name) or "its deserialize row did not run"
+            raise AssertionError(f"TensorRT did not deserialize the int4 engine on this GPU: {why}")
+        if self.executor.get(name) != "tensorrt":
+            reasons = [line for line in self.log.lines if "runs with PyTorch" in line]
+            raise AssertionError(f"executor {self.executor.get(name)}: {reasons[0] if reasons else 'no log line'}")
+        data = {"quantization": quantization, "precision": meta.get("precision"), "engine_bytes": len(blob.engine)}
+        return (
+            f"TensorRT ran the int4 weight-only engine ({quantization['weights']['int4']} int4 weight(s), "
+            f"{meta.get('precision')} activations, engine {data['engine_bytes']} B)",
+            data,
+        )
+
     # -- speed --------------------------------------------------------------------------------------
     def latency(self, name: str, trt_mod):
         spec = self.table[name]
@@ -537,6 +565,59 @@ class Checks:
         stream = torch.cuda.current_stream()
         return median_seconds(lambda: context.execute_async_v3(stream.cuda_stream))
 
+    # -- engines built on the device (issue 25) ------------------------------------------------------
+    def aot_targets(self, name: str):
+        """The blob's RECIPE predicts whether its ahead-of-time (TensorRT-RTX) engine runs on this GPU, and the
+        "engine deserializes" row found out: they must agree (on SM90 both say no)."""
+        from et_tensorrt.blob import read_blob
+        from et_tensorrt.runtime import device_build
+
+        gpu = device_build.this_gpu(torch.device("cuda", 0))
+        predictions = [device_build.aot_fit(read_blob(raw), gpu) for raw in self.blobs(name)]
+        deserialized = self.engines.get(name)
+        fits = not any(predictions)
+        if deserialized is not None and deserialized != fits:
+            raise AssertionError(f"predicted {'runs' if fits else predictions}, but deserialized={deserialized}")
+        what = "runs here" if fits else f"refused as predicted: {predictions[0]}"
+        return f"{gpu.name} ({gpu.sm}): the ahead-of-time engine {what}", {"gpu": gpu.sm, "predictions": predictions}
+
+    def device_build(self, name: str):
+        """Where the ahead-of-time engine does not run: a fresh Runner builds the engine for this GPU from the
+        blob's RECIPE with the TensorRT builder that travelled (TensorRT-RTX; no standard TensorRT wheel can be
+        carried), runs it against eager, and a second Runner takes it from the engine cache. Or says why not."""
+        import tempfile
+
+        from et_tensorrt.blob import read_blob
+        from et_tensorrt.runtime import device_build
+
+        gpu = device_build.this_gpu(torch.device("cuda", 0))
+        blob = read_blob(self.blobs(name)[0])
+        if not device_build.aot_fit(blob, gpu):
+            raise Skip(f"the ahead-of-time engine runs on this GPU ({gpu.sm}): nothing to build")
+        picked = device_build.pick_builder(gpu, "tensorrt_rtx")
+        if isinstance(picked, str):
+            raise Skip(f"no engine could be built on this machine: {picked}")
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["ET_TENSORRT_CACHE_DIR"] = cache
+            origins, errors = [], []
+            for _ in range(2):  # built, then from the engine cache
+                r = self.et.Runner(str(self.dir / self.table[name]["pte"]), prepare="auto")
+                outputs = r.run(self.inputs(name, "cuda:0"))
+                (plan,) = r.last_plans
+                if plan.executor != "tensorrt":
+                    raise AssertionError(f"executor {plan.executor}: {plan.executor_reason}")
+                ok, err = within(outputs, self.expected(name), self.table[name]["tolerance"])
+                if not ok:
+                    raise AssertionError(f"max abs error {err:.3g} vs eager ({plan.engine_origin})")
+                origins.append(plan.engine_origin)
+                errors.append(err)
+        if not origins[0].startswith("built here") or not origins[1].startswith("from the engine cache"):
+            raise AssertionError(f"engine origins {origins}")
+        return f"executor tensorrt ({origins[0]}); max abs error {max(errors):.3g}; then {origins[1]}", {
+            "origins": origins,
+            "max_abs_error": errors,
+        }
+
     # -- weights modes (issue 17) ---------------------------------------------------------------------
     def refit(self, name: str, both: str):
         """A weights="refit" program ran its engine, refitted at init from the embedded weights through the
@@ -596,6 +677,15 @@ def main() -> int:
         r = run(f"{name}: runs, matches eager", lambda n=name: c.runner(n), et)
         run(f"{name}: TensorRT executor chosen", lambda n=name: c.tensorrt_chosen(n), r, gpu=True)
     first = "mlp_fp32"
+    # issue 25: on a GPU outside TensorRT-RTX's targets (the H200 is SM90) the blob's engine is refused, as its
+    # RECIPE predicts; then the engine is built on the device for this GPU, or the row says why none could be.
+    run(
+        f"{first}: ahead-of-time engine against this GPU (predicted = deserialized)",
+        lambda: c.aot_targets(first),
+        et,
+        gpu=True,
+    )
+    run(f"{first}: engine built on the device and run (issue 25)", lambda: c.device_build(first), et, gpu=True)
     have = c.runners.get(first)
     run(f"{first}: CUDA input shared (pointer equality, 0 B)", lambda: c.cuda_input_shared(first), have, gpu=True)
     run(f"{first}: host input staged into one reused buffer", lambda: c.host_input_staged(first), have, gpu=True)
@@ -603,7 +693,9 @@ def main() -> int:
     run("host pointer labelled cuda refused (driver cross-check)", c.host_pointer_refused, et, gpu=True)
     planned = "mlp_fp32_planned"
     run(f"{planned}: device -> host output", lambda: c.d2h_output(planned), c.runners.get(planned), gpu=True)
-    for name in ("mlp_fp32", "mlp_fp16", "convnet_fp32"):
+    for name in (n for n, spec in c.table.items() if (spec.get("quantize") or "").startswith("int4")):
+        run(f"{name}: int4 weight-only GEMM engine ran (issue 28)", lambda n=name: c.quantized_engine(n), et, gpu=True)
+    for name in ("mlp_fp32", "mlp_fp16", "convnet_fp32", "mlp_int4_weight_only"):
         run(
             f"{name}: latency vs eager CUDA, delegate overhead",
             lambda n=name: c.latency(n, trt_mod),

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from et_tensorrt import blob as B
+from et_tensorrt import recipe as R
 from et_tensorrt.errors import BlobFormatError
 
 
@@ -97,13 +98,46 @@ def test_version_2_blobs_are_read_without_digests():
 
 
 def test_a_flipped_byte_in_any_section_is_refused_by_name():
-    for blob in (fx.valid_blob(), fx.valid_stateful_blob()):
+    for blob in (fx.valid_blob(), fx.valid_stateful_blob(), fx.valid_recipe_blob(), fx.valid_named_recipe_blob()):
         for kind, _, _, size in fx._section_table(blob):
             if kind == B.SECTION_DIGESTS or size == 0:
                 continue
             name = {v: k[len("SECTION_") :] for k, v in vars(B).items() if k.startswith("SECTION_")}[kind]
             with pytest.raises(BlobFormatError, match=f"{name} section fails its digest"):
                 B.read_blob(fx.flip_byte(blob, kind))
+
+
+def test_recipe_round_trips_and_rebuilds_its_initializers():
+    from et_tensorrt.embedded_program.loader import weight_tensors
+
+    for engine in (fx.ENGINE, None):  # beside the ahead-of-time engine, or alone (a recipe-only blob)
+        parsed = B.read_blob(fx.valid_recipe_blob(engine=engine))
+        recipe = parsed.recipe
+        assert parsed.engine == engine and recipe.usable and recipe.header == fx.RECIPE_HEADER
+        assert recipe.graph == fx.RECIPE_GRAPH and recipe.aot_engine["targets"] == ["sm86"]
+        rebuilt = R.initializers(recipe, weight_tensors(parsed))
+        assert torch.equal(rebuilt["fc_t"], fx.WEIGHTS[0].tensor.t()) and rebuilt["fc_t"].is_contiguous()
+        assert rebuilt["half"].tolist() == [0.5, 0.5]
+
+
+def test_a_recipe_over_named_weights_rebuilds_from_the_named_bytes():
+    """Named data and a RECIPE together (flag bit 1, kinds 10 and 11): the recipe maps WEIGHTS entries whose bytes
+    are named data, so the weights are stored once, outside the blob, and the recipe still rebuilds them."""
+    from et_tensorrt.embedded_program.loader import weight_tensors
+
+    data = fx.valid_named_recipe_blob()
+    parsed = B.read_blob(data)
+    assert struct.unpack_from("<H", data, 6) == (B.FLAG_NAMED_DATA,) and parsed.named_engine is not None
+    assert parsed.recipe.usable and all(parsed.named_weight(i) for i in range(4))
+    assert fx.WEIGHTS[0].tensor.numpy().tobytes() not in data
+    named = {n.key: B.tensor_span(fx.WEIGHTS[n.index].tensor).tobytes() for n in parsed.named if n.target == 1}
+    rebuilt = R.initializers(parsed.recipe, weight_tensors(parsed, named))
+    assert torch.equal(rebuilt["fc_t"], fx.WEIGHTS[0].tensor.t()) and rebuilt["half"].tolist() == [0.5, 0.5]
+
+
+def test_a_recipe_of_a_newer_layout_leaves_the_blob_usable():
+    parsed = B.read_blob(fx.valid_recipe_blob(fx.recipe_payload(version=R.VERSION + 1)))
+    assert parsed.recipe.version == R.VERSION + 1 and not parsed.recipe.usable and parsed.engine == fx.ENGINE
 
 
 def test_state_table_round_trips():
@@ -160,4 +194,4 @@ def test_writer_refuses_what_readers_reject():
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 8 + len(fx.damaged_blobs())
+    assert len(paths) == 11 + len(fx.damaged_blobs())

@@ -156,7 +156,7 @@ def test_a_corrupt_entry_is_a_miss_and_is_replaced(damage, cache, caplog):
     if damage == "truncated":
         data = data[: len(data) // 2]
     elif damage == "flipped byte":
-        data[-100] ^= 0xFF  # inside the engine: only the checksum can tell
+        data[build_cache._HEAD.size + 100] ^= 0xFF  # inside the engine: only the checksum can tell
     else:
         data = bytearray(b"not a cache entry")
     path.write_bytes(bytes(data))

@@ -201,13 +201,13 @@ def test_tensorrt_missing_is_reported_by_create_executor(monkeypatch):
         m.setattr(torch.cuda, "is_available", lambda: True)
         m.setitem(sys.modules, "et_tensorrt.trt", None)  # import fails with ImportError
         m.delattr(et_tensorrt, "trt", raising=False)
-        engine, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
+        engine, _, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
         assert engine is None and reason.startswith("no TensorRT runtime (")
         m.setenv(executors.FALLBACK_ENV, "error")
         with pytest.raises(RuntimeError, match=r"TensorRT cannot execute this partition here: no TensorRT runtime"):
             executors.create_executor(blob, cuda_devices=1)
     # Unpatched, on this machine: the reason is the missing GPU, not TensorRT.
-    engine, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
+    engine, _, reason = executors._deserialize(B.read_blob(blob), torch.device("cuda", 0))
     if not torch.cuda.is_available():
         assert engine is None and reason == "no CUDA device is available"
 

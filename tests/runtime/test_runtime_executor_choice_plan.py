@@ -43,6 +43,7 @@ def test_choice_without_an_engine_on_a_machine_without_cuda(mlp_blob):
         "recorded_device": torch.device("cuda", 0),
         "reason": "the blob carries no engine (its build was left to PyTorch at lowering time); "
         "runs on cpu instead of cuda:0",
+        "engine_origin": "",
     }
 
 

@@ -167,5 +167,5 @@ def test_a_weight_stripped_engine_is_never_run_unrefitted(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device", lambda d: __import__("contextlib").nullcontext())
     monkeypatch.setattr(trt, "module", lambda: FakeTrt)
     monkeypatch.setattr(engine_loading, "make_logger", lambda trt: FakeLogger())
-    engine, reason = executors._deserialize(blob, torch.device("cuda", 0))
+    engine, _, reason = executors._deserialize(blob, torch.device("cuda", 0))
     assert engine is None and "weight-stripped engine could not be refitted" in reason and "fc.weight" in reason

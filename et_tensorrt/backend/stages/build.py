@@ -1,5 +1,6 @@
 """Stage ``build`` (skipped on a cache hit): the TensorRT engine built from the ONNX
-(backend/engine_builder.py), streamed into a new build-cache entry (or a temp file), and the I/O table.
+(backend/engine_builder.py), streamed into a new build-cache entry (the partition's RECIPE after it) or a temp
+file, and the I/O table.
 
 When TensorRT refuses the partition (or validate did) and ``pass_through_build_failures`` is off, the
 partition is left to the host (``fall_back``): no engine, and the runtime runs the embedded program with
@@ -83,7 +84,8 @@ def fall_back(job: PartitionJob, exc: EngineBuildError) -> None:
 
 def _cache_entry(job: PartitionJob, io: list) -> build_cache.Entry | None:
     """The build-cache entry the engine is streamed into (None: not cached). Its header is known before the build:
-    the engine's I/O table, the export's facts, the validation outcome."""
+    the engine's I/O table, the export's facts, the validation outcome; the RECIPE (stage ``recipe``) follows the
+    engine in the entry."""
     if job.key is None or job.program_error is not None:
         return None
     return build_cache.Entry(
@@ -94,6 +96,7 @@ def _cache_entry(job: PartitionJob, io: list) -> build_cache.Entry | None:
         onnx_sha256=job.export.digest(),
         validation=job.validation,
         info=_describe(job.label, job.edge_program, job.n_nodes, job.build),
+        recipe=job.recipe,
     )
 
 

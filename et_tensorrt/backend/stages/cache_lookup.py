@@ -15,6 +15,7 @@ from et_tensorrt import compile_specs as cs
 from et_tensorrt.backend import build_cache
 from et_tensorrt.backend.onnx_export import OnnxExport, partition_io
 from et_tensorrt.backend.profiles import decode_dynamic_dims
+from et_tensorrt.backend.quant_legalization import host_program
 from et_tensorrt.backend.stages.job import PartitionJob, _recorders, stats
 from et_tensorrt.backend.stages.to_onnx import export_program, record_devices
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
@@ -25,9 +26,10 @@ logger = logging.getLogger("et_tensorrt")
 
 def _program(aten_ep: ExportedProgram) -> tuple[tuple[bytes, list] | None, EngineBuildError | None]:
     """(GRAPH, WEIGHTS) of the embedded program, not yet checked by the safe loader's rules (a cache hit
-    needs no check: its GRAPH passed when the entry was stored), or the error that refuses it."""
+    needs no check: its GRAPH passed when the entry was stored), or the error that refuses it. Quantize and
+    dequantize are spelled as aten arithmetic there, over the same quantized weights (``host_program``)."""
     try:
-        return serialize_program(aten_ep, check=False), None
+        return serialize_program(host_program(aten_ep), check=False), None
     except EngineBuildError as exc:
         return None, exc
 
@@ -88,7 +90,7 @@ def _cache_key(
 def _serve(job: PartitionJob, lookup_s: float) -> None:
     """A hit: the engine, I/O table, state bindings and metadata from the cache entry."""
     entry = job.entry
-    job.engine, job.io_entries = entry.engine, entry.io
+    job.engine, job.io_entries, job.recipe = entry.engine, entry.io, entry.recipe
     for state, (input_name, output_name) in zip(job.states, entry.metadata.get("state_bindings", [])):
         state.input_name, state.output_name = input_name, output_name
     job.metadata.update(entry.metadata, cache_seconds=round(lookup_s, 3))
@@ -116,6 +118,8 @@ def run(job: PartitionJob) -> None:
     entry = build_cache.load(key) if key is not None else None
     if entry is not None and build.validate and entry.validation is None:
         entry = None  # built without the onnxruntime check this lowering asks for: build again, checked
+    if entry is not None and build.device_build and entry.recipe is None:
+        entry = None  # stored by a lowering without a recipe: build again, with one
     job.dynamic_dims = decode_dynamic_dims(job.options.get(cs.DYNAMIC_DIMS, ""))
     if entry is not None and (_recorders or build.weights == "refit"):
         # `et-tensorrt check` runs each engine's ONNX, and a REFIT_MAP is derived from its initializers:

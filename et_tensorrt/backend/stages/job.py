@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from et_tensorrt import blob as blob_mod
     from et_tensorrt.backend import build_cache
     from et_tensorrt.backend.engine_builder import BuildSettings
+    from et_tensorrt.backend.held_data import FileRegion
     from et_tensorrt.backend.onnx_export import OnnxExport
     from et_tensorrt.backend.refit_derivation import RefitPlan
     from et_tensorrt.backend.state_lifting import State
@@ -68,6 +69,8 @@ class PartitionJob:
     # to_aten
     recorded: ExportedProgram | None = None  # the aten program, on the devices the partition recorded
     aten_ep: ExportedProgram | None = None  # the same on the host: ONNX, validation, the embedded program
+    # legalize_quant
+    quantization: dict | None = None  # what the partition's quantization became (quant_legalization.Summary)
     # lift_state
     states: list[State] = field(default_factory=list)
     engine_ep: ExportedProgram | None = None  # the aten program with the states as trailing inputs/outputs
@@ -86,8 +89,11 @@ class PartitionJob:
     # validate
     validation: dict | None = None
     fallback: str | None = None  # why the partition is left to the host (validate or build)
+    # recipe (or cache_lookup, on a hit)
+    recipe: bytes | None = None  # the RECIPE section (build.device_build)
+    recipe_map: RefitPlan | None = None  # its initializer map (a weights="refit" REFIT_MAP reuses it)
     # build (or cache_lookup, on a hit)
-    engine: bytes | None = None
+    engine: FileRegion | None = None  # held in the file it was streamed to (a cache entry's, or a temp file)
     io_entries: list[blob_mod.IOEntry] = field(default_factory=list)
     # embed
     graph: bytes | None = None

@@ -1,5 +1,6 @@
 """Stage ``metadata``: the blob's METADATA begins with the toolchain, precision, target archs, execution
-device, node count and weights mode; later stages add what they did (cache, onnx, validation, build, refit)."""
+device, node count, weights mode and quantization (what legalize_quant kept and dropped); later stages add
+what they did (cache, onnx, validation, build, refit)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,5 @@ def run(job: PartitionJob) -> None:
         "nodes": job.n_nodes,
         "weights": job.build.weights,
     }
+    if job.quantization is not None:
+        job.metadata["quantization"] = job.quantization

@@ -1,6 +1,6 @@
 """Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/blob.py ``write_blob``) with the I/O table,
-engine, embedded program, REFIT_MAP, STATE table and metadata; a REFIT_MAP is verified against the written
-blob, and the export is recorded for the active ``record_exports()``."""
+engine, embedded program, REFIT_MAP, STATE table, RECIPE and metadata; a REFIT_MAP and a RECIPE are verified
+against the written blob, and the export is recorded for the active ``record_exports()``."""
 
 from __future__ import annotations
 
@@ -34,20 +34,22 @@ def state_table(states) -> bytes:
     return table.encode_state_table(entries)
 
 
-def _verify_refit(export, data: bytes, weights) -> None:
-    """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS and
-    REFIT_MAP, as the runtime will) equals the bytes the engine was built with; EngineBuildError otherwise.
-    Weights that are named data are the program's tensors ExecuTorch writes (``weights``)."""
+def _verify(job: PartitionJob, data: bytes) -> None:
+    """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS, REFIT_MAP and
+    RECIPE, as the runtime and the device build will) equals the bytes the engine was built with; EngineBuildError
+    otherwise. The weights are read where they are (loader.weight_views: no copy)."""
     from et_tensorrt.backend.refit_derivation import verify_refit_map
-    from et_tensorrt.embedded_program.loader import weight_tensor
+    from et_tensorrt.embedded_program.loader import weight_views
 
-    blob = blob_mod.read_blob(data)
+    blob = blob_mod.read_blob(data, copy=False)
     names = [w.name for w in blob.weights]
-    tensors = [
-        weights[i].tensor if blob.named_weight(i) is not None else weight_tensor(blob, entry)
-        for i, entry in enumerate(blob.weights)
-    ]
-    verify_refit_map(export, blob.refit_entries, tensors, blob.refit_map, names)
+    # named data is the program's own tensors, which ExecuTorch writes as they are
+    named = {n.key: job.weights[n.index].tensor for n in blob.named if n.target == blob_mod.NAMED_WEIGHT}
+    tensors = weight_views(blob, named)
+    if job.refit is not None:
+        verify_refit_map(job.export, blob.refit_entries, tensors, blob.refit_map, names)
+    if job.recipe is not None and job.export is not None:  # a hit's recipe was verified when it was stored
+        verify_refit_map(job.export, blob.recipe.entries, tensors, blob.recipe.map, names)
 
 
 def run(job: PartitionJob) -> None:
@@ -61,13 +63,14 @@ def run(job: PartitionJob) -> None:
         weights=job.weights,
         refit_map=job.refit.payload if job.refit is not None else None,
         state=state_table(job.states) if job.states else None,
+        recipe=job.recipe,
         metadata=job.metadata,
         exec_device_type=exec_type,
         exec_device_index=exec_index,
     )
-    if job.refit is not None:
-        _verify_refit(job.export, data, job.weights)
+    if job.refit is not None or (job.recipe is not None and job.export is not None):
+        _verify(job, data)
     if _recorders:
-        digest = blob_mod.program_digest(blob_mod.read_blob(data))
+        digest = blob_mod.program_digest(blob_mod.read_blob(data, copy=False))
         for exports in _recorders:
             exports[digest] = PartitionExport(job.label, job.build, job.export)

@@ -1,0 +1,110 @@
+"""``prepare``: build every engine of a ``.pte`` for this machine's GPU ahead of its first load, like ``trtexec``:
+each partition whose own engine does not run here gets one built from its RECIPE with the TensorRT installed
+here (et_tensorrt.runtime.device_build), stored in the engine cache (a later load takes it from there without
+building), and with ``-o`` also written into a copy of the program whose blobs carry it. One line per engine.
+
+A program lowered with ``named_data`` keeps its weights (and engines) as ExecuTorch named data: its recipes
+rebuild their initializers from there, the .pte's own or, with ``--data``, its .ptd's (a view of the mapped
+file). With ``-o`` the new engine goes into the blob; the weights stay named data, so the prepared .pte still
+runs with the same .ptd."""
+
+from __future__ import annotations
+
+import torch
+
+from .cache import size_text
+from .common import EXIT_ERROR, EXIT_OK, CliError
+
+
+def _blobs_by_method(data: bytes) -> list[tuple[str, object]]:
+    """(method, delegate reference) of each of our delegates, in method and delegate order."""
+    from ..inspection import _backend_id, _deserialize
+
+    program = _deserialize(data, "input")
+    wanted = _backend_id()
+    return [(plan.name, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
+
+
+def _write(path: str, data: bytes, replaced: dict[int, bytes]) -> None:
+    """The program with the delegate payloads at ``replaced`` (backend_delegate_data index -> bytes) swapped in."""
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte = deserialize_pte_binary(bytes(data))
+    for index, payload in replaced.items():
+        pte.program.backend_delegate_data[index].data = payload
+    with open(path, "wb") as f:
+        f.write(bytes(serialize_pte_binary(pte)))
+
+
+def _gpu(device: torch.device):
+    from ..runtime import device_build
+
+    if not torch.cuda.is_available():
+        raise CliError("prepare builds for this machine's GPU, and torch sees no CUDA device here")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return device_build.this_gpu(device)
+
+
+def _with_named_weights(blob, named: dict, pte: str, data_path: str | None):
+    """``blob`` with its WEIGHTS as views (no copy), the named ones out of the program's named data; CliError naming
+    the missing .ptd when a named weight is in neither the .pte nor the given .ptd."""
+    from ..blob import NAMED_WEIGHT
+    from ..embedded_program.loader import weight_views
+
+    missing = [n.key for n in blob.named if n.target == NAMED_WEIGHT and n.key not in named]
+    if missing:
+        where = f"neither {pte} nor {data_path} holds" if data_path else f"{pte} does not hold"
+        raise CliError(
+            f"the program keeps its weights as ExecuTorch named data, which {where} ({len(missing)} key(s), e.g. "
+            f"{missing[0]}): give its .ptd with --data (the file `et-tensorrt lower --named-data ptd` wrote)"
+        )
+    blob.weight_views = weight_views(blob, named)
+    return blob
+
+
+def _engine_bytes(blob) -> int:
+    return len(blob.engine) if blob.engine is not None else blob.named_engine.nbytes
+
+
+def cmd_prepare(args) -> int:
+    from ..blob import read_blob
+    from ..inspection import _delegate_bytes, _deserialize, named_data, read_file
+    from ..runtime import device_build
+
+    data = read_file(args.pte)
+    gpu = _gpu(args.device)
+    program = _deserialize(data, args.pte)
+    delegates = _blobs_by_method(data)
+    if not delegates:
+        raise CliError(f"{args.pte} has no et_tensorrt delegate: nothing to prepare")
+    named = None  # the program's named data, read once a blob needs it
+    print(f"{args.pte}: {len(delegates)} engine(s) for {gpu.name} ({gpu.sm})")
+    replaced, failed = {}, 0
+    for i, (method, delegate) in enumerate(delegates, 1):
+        label = f"engine {i}/{len(delegates)} ({method})"
+        payload = _delegate_bytes(program, delegate)
+        blob = read_blob(payload, copy=False)
+        why = device_build.aot_fit(blob, gpu)
+        if not why:
+            print(f"  {label}: its own engine runs here ({size_text(_engine_bytes(blob))}); nothing to build")
+            continue
+        if blob.named:
+            named = named if named is not None else named_data(data, args.data)
+            blob = _with_named_weights(blob, named, args.pte, args.data)
+        with device_build.policy("auto"):
+            made = device_build.engine_for(blob, gpu, why, label)
+        if isinstance(made, str):
+            failed += 1
+            print(f"  {label}: not prepared: {made}")
+            continue
+        print(f"  {label}: {made.origin}, {size_text(len(made.data))}")
+        if args.output:
+            replaced[delegate.processed.index] = device_build.prepared_blob(payload, made)
+    if args.output:
+        _write(args.output, data, replaced)
+        print(f"wrote {args.output}: {len(replaced)} blob(s) now carry the engine for {gpu.sm}")
+        if args.data:
+            print(f"  its weights stay in {args.data}: run it with --data {args.data}")
+    print(f"{len(delegates) - failed} of {len(delegates)} engine(s) ready for this GPU")
+    return EXIT_ERROR if failed else EXIT_OK

@@ -1,0 +1,179 @@
+"""The RECIPE section (docs/blob-format.md): what a TensorRT builder on the device needs to build the partition
+for the GPU it lands on, without storing the weights again.
+
+Three parts: a JSON **header** (the engine's inputs with their optimization profiles, its outputs, the state
+aliases, the precision and build options, and which engine the blob carries ahead of time: flavour, version,
+targets), the partition's **ONNX graph** with every initializer's bytes left out, and the **map**: per
+initializer, a recipe that rebuilds its exact bytes from the blob's WEIGHTS, in REFIT_MAP's encoding
+(et_tensorrt.refit_map: one encoding, one derivation, one verification, one ``rebuild``). :func:`encode` writes
+the payload (lowering: backend/recipe_derivation.py); the C++ reader parses and checks it; :func:`initializers`
+rebuilds the tensors and :func:`build_export` the builder's view, for the device build
+(et_tensorrt.runtime.device_build).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+
+import torch
+
+from et_tensorrt import refit_map
+from et_tensorrt.errors import BlobFormatError
+
+VERSION = 1  # the layout below; the C++ reader parses only this one (kRecipeVersion)
+_HEAD = struct.Struct("<IIIIQQ")  # version, reserved, header_len, reserved, graph_len, map_len
+ALIGNMENT = 64
+
+
+def _pad(n: int) -> int:
+    return (-n) % ALIGNMENT
+
+
+def encode(header: dict, graph: bytes, map_payload: bytes) -> bytes:
+    """The RECIPE payload: head, header JSON at 32, graph and map each at the next 64-aligned offset."""
+    text = json.dumps(header, sort_keys=True).encode("utf-8")
+    if not graph:
+        raise BlobFormatError("RECIPE: an empty graph")
+    head = _HEAD.pack(VERSION, 0, len(text), 0, len(graph), len(map_payload))
+    out = bytearray(head + text)
+    out += bytes(_pad(len(out)))
+    out += graph
+    out += bytes(_pad(len(out)))
+    return bytes(out + map_payload)
+
+
+@dataclass
+class Recipe:
+    """A parsed RECIPE (``version`` other than :data:`VERSION`: present, but from a newer writer: unusable)."""
+
+    version: int
+    header: dict = field(default_factory=dict)
+    graph: bytes | memoryview = b""
+    map: bytes | memoryview = b""
+    entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the C++ reader parsed them
+    header_bytes: bytes = b""  # the header as stored (the engine cache keys on it)
+    error: str = ""  # why a recipe of this version is unusable anyway (a header that is not a JSON object)
+
+    @property
+    def usable(self) -> bool:
+        return self.version == VERSION and not self.error
+
+    @property
+    def unusable_reason(self) -> str:
+        if self.version != VERSION:
+            return f"its build recipe has layout version {self.version}, newer than this et_tensorrt reads"
+        return self.error
+
+    @property
+    def aot_engine(self) -> dict | None:
+        """The ahead-of-time engine the blob carries: flavour, version, targets, gpu (None: it has none)."""
+        return self.header.get("engine")
+
+    @staticmethod
+    def from_parsed(parsed: dict | None, copy: bool = True) -> Recipe | None:
+        """``_C.parse_blob``'s ``recipe`` (None: the blob has none). Never raises: a header that is not a JSON
+        object makes the recipe unusable (``error``), not the blob, which still runs without it."""
+        if parsed is None:
+            return None
+        version = int(parsed["version"])
+        if version != VERSION:
+            return Recipe(version)
+
+        def payload(key):
+            return bytes(parsed[key]) if copy else parsed[key]
+
+        raw = bytes(parsed["header"])
+        try:
+            header = json.loads(raw.decode("utf-8"))
+        except ValueError as exc:
+            header = f"not JSON ({exc})"
+        if not isinstance(header, dict):
+            error = header if isinstance(header, str) else "not a JSON object"
+            return Recipe(version, header_bytes=raw, error=f"its build recipe's header is {error}")
+        return Recipe(version, header, payload("graph"), payload("map"), refit_map.from_parsed(parsed["entries"]), raw)
+
+
+def initializers(recipe: Recipe, weights: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every initializer of the recipe's graph, rebuilt from ``weights`` (the WEIGHTS entries in table order):
+    contiguous host tensors whose bytes are the ones the ahead-of-time engine was built from."""
+    return {e.name: refit_map.rebuild(e, weights, recipe.map) for e in recipe.entries}
+
+
+def _dims(rows) -> tuple:
+    from et_tensorrt.blob import DimRange
+
+    return tuple(DimRange(*(int(v) for v in row)) for row in rows)
+
+
+def build_export(recipe: Recipe, weights: list[torch.Tensor]):
+    """The builder's view of the recipe: an ``OnnxExport`` of the weightless graph whose ``initializers`` are every
+    non-empty initializer rebuilt from ``weights`` (fed to TensorRT's parser from memory, as lowering feeds the
+    export's: backend/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
+    header lacks a field."""
+    from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
+    from et_tensorrt.blob import scalar_type_dtype
+
+    h = recipe.header
+    try:
+        inputs = []
+        for e in h["inputs"]:
+            profiles = tuple(_dims(p) for p in e["profiles"])
+            if e["size"]:
+                (value,) = _dims(e["dims"])
+                inputs.append(
+                    TensorInfo(
+                        e["name"], torch.int64, torch.device("cpu"), (), (value,), tuple(p[0] for p in profiles), value
+                    )
+                )
+            else:
+                dims = _dims(e["dims"])
+                inputs.append(
+                    TensorInfo(e["name"], scalar_type_dtype(e["dtype"]), torch.device("cpu"), dims, dims, profiles)
+                )
+        outputs = [
+            TensorInfo(e["name"], scalar_type_dtype(e["dtype"]), torch.device("cpu"), (), ()) for e in h["outputs"]
+        ]
+        held = {name: t for name, t in initializers(recipe, weights).items() if t.numel()}  # empty ones stay inline
+        export = OnnxExport(bytes(recipe.graph), int(h["onnx_opset"]), inputs, outputs, initializers=held)
+        export.aliased = {str(k): str(v) for k, v in h.get("aliased", {}).items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BlobFormatError(f"delegate blob: the RECIPE header is malformed ({exc!r}); re-lower the model") from exc
+    return export
+
+
+def header_for(export, precision: str, workspace_bytes: int | None, engine: dict | None) -> dict:
+    """The RECIPE header of an ONNX export (et_tensorrt.backend.onnx_export.OnnxExport): its engine inputs (in the
+    ONNX graph's order) with their dim ranges and per-profile ranges, its outputs, state aliases, the precision and
+    build options, and ``engine``: the ahead-of-time engine (flavour, version, targets, gpu) or None."""
+    from et_tensorrt.backend.engine_builder import profile_shapes
+    from et_tensorrt.blob import scalar_type_code
+
+    shapes = profile_shapes(export)  # per profile, per engine input
+    inputs = []
+    for i, info in enumerate(export.engine_inputs):
+        rows = [[[d.min, d.opt, d.max] for d in profile[i]] for profile in shapes]
+        dims = (
+            [[info.value.min, info.value.opt, info.value.max]]
+            if info.is_size
+            else [[d.min, d.opt, d.max] for d in info.dims]
+        )
+        inputs.append(
+            {
+                "name": info.name,
+                "dtype": scalar_type_code(info.dtype),
+                "size": info.is_size,
+                "dims": dims,
+                "profiles": rows,
+            }
+        )
+    return {
+        "inputs": inputs,
+        "outputs": [{"name": o.name, "dtype": scalar_type_code(o.dtype)} for o in export.outputs],
+        "aliased": dict(export.aliased),
+        "onnx_opset": export.opset,
+        "precision": precision,
+        "workspace_bytes": workspace_bytes,
+        "engine": engine,
+    }

@@ -1,0 +1,266 @@
+"""Quantized programs, et_tensorrt beside XNNPACK in one run (issue 28).
+
+The issue's four cases on its model sizes, our PT2E quantizer, and ExecuTorch's llama (tiny config) with 8da4w
+(et_tensorrt.testing.quantized_models says how each is quantized):
+
+| case | model |
+|---|---|
+| PT2E, XNNPACKQuantizer per channel | ConvNet, 5 convolutions, 8.6 MB of fp32 weights |
+| PT2E, et_tensorrt's TensorRTQuantizer | the same ConvNet |
+| torchao int8 weight-only (PerAxis(0)) | MLP 4 x Linear(1024, 1024), 16.8 MB |
+| torchao int4 weight-only (PerGroup(32)) | the same MLP |
+| torchao 8da4w (int4 PerGroup(32), dynamic int8 activations) | the same MLP |
+| ExecuTorch llama, 8da4w | examples/models/llama, dim 64, 2 layers, vocab 128, KV cache |
+| PT2E (both quantizers) on ResNet-18 | torchvision's code, random init, 46.8 MB (only where torchvision imports) |
+
+Per case and backend: partitions and quantization nodes left on the host, the ``.pte`` size — ours engine-only
+(no embedded program: what ships to a GPU) — over the same backend's fp32 ``.pte`` of the float model, the
+lowering time (no build cache), and the error against the quantized eager model as a share of the output's
+absmax (``vs eager``); for 8da4w also against its weight-only reading (``vs reading``: what TensorRT runs).
+Ours run through ``Runner`` from a ``weights="both"`` lowering; **without a GPU that is the embedded program on
+the CPU** (the same quantized weights and the arithmetic the engine runs), and ``onnx`` is onnxruntime on the
+engine's ONNX against that program (``validate=True``). XNNPACK's programs run in ExecuTorch's runtime. The
+llama row decodes 18 tokens one per call (ours with the KV cache in the delegate) and reports the worst step.
+
+    python scripts/bench_quantized.py [--cases ...] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import et_tensorrt  # noqa: E402
+from et_tensorrt.inspection import inspect_bytes  # noqa: E402
+from et_tensorrt.testing import decoders  # noqa: E402
+from et_tensorrt.testing import quantized_models as qm  # noqa: E402
+
+CONV_WIDTHS = (64, 128, 256, 256, 512)
+MLP_WIDTH, MLP_LAYERS = 1024, 4
+CASES = (
+    "pt2e_xnnpack",
+    "pt2e_tensorrt",
+    "int8_weight_only",
+    "int4_weight_only",
+    "8da4w",
+    "llama_8da4w",
+    "resnet18_pt2e_xnnpack",
+    "resnet18_pt2e_tensorrt",
+)
+RESNET = "resnet18_"
+TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
+
+
+@dataclass
+class Row:
+    case: str
+    backend: str
+    weights_mb: float = 0.0  # the float model's weights
+    partitions: int = 0
+    quant_on_host: int = 0  # quantization nodes left for host kernels
+    pte_mb: float | None = None
+    fp32_pte_mb: float | None = None
+    ratio: float | None = None
+    lower_s: float | None = None
+    vs_eager: float | None = None
+    vs_reading: float | None = None
+    onnx_error: float | None = None
+    notes: list = field(default_factory=list)
+
+
+def _share(got: torch.Tensor, want: torch.Tensor) -> float:
+    return float((got - want).abs().max()) / max(float(want.abs().max()), 1e-12)
+
+
+def _quant_nodes_on_host(pte: bytes) -> int:
+    ops = inspect_bytes(pte).method("forward").operators
+    return sum(1 for op in ops if "quantize" in op or "choose_qparams" in op)
+
+
+def _models(case: str):
+    torch.manual_seed(0)
+    if case.startswith(RESNET):  # torchvision's code, random init; its C++ ops cannot load beside CPU torch
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite_plugins"))
+        import torchvision_op_schemas  # noqa: F401  (before torchvision: see that file)
+
+        torchvision = importlib.import_module("torchvision")
+        return torchvision.models.resnet18(weights=None).eval(), (torch.randn(1, 3, 224, 224),)
+    if case.startswith("pt2e"):
+        return qm.ConvNet(CONV_WIDTHS).eval(), (torch.randn(1, 3, 64, 64),)
+    return qm.Mlp(MLP_WIDTH, MLP_LAYERS).eval(), (torch.randn(8, MLP_WIDTH),)
+
+
+def _weight_mb(model) -> float:
+    return sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6
+
+
+def _xnnpack_lower(program):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    return to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+
+
+def _delegates(pte: bytes) -> int:
+    return len(inspect_bytes(pte).method("forward").delegates)
+
+
+def ours(case: str, model, quantized, inputs, reference, fp32_mb: float) -> Row:
+    row = Row(case, "et_tensorrt", _weight_mb(model), fp32_pte_mb=fp32_mb)
+    program = torch.export.export(quantized, inputs)
+    t0 = time.perf_counter()
+    engine_only = et_tensorrt.lower(program, weights="engine-only", cache=False)
+    row.lower_s = time.perf_counter() - t0
+    row.pte_mb = len(engine_only) / 1e6
+    row.ratio = row.pte_mb / fp32_mb
+    row.partitions = _delegates(engine_only)
+    row.quant_on_host = _quant_nodes_on_host(engine_only)
+    both = et_tensorrt.lower(program, weights="both", validate=True)
+    (delegate,) = inspect_bytes(both).method("forward").delegates
+    row.onnx_error = max(delegate.blob.metadata.get("validation_max_abs_error", {}).values(), default=None)
+    out = et_tensorrt.Runner(both).run(list(inputs))[0]
+    with torch.no_grad():
+        row.vs_eager = _share(out, quantized(*inputs))
+        if reference is not quantized:
+            row.vs_reading = _share(out, reference(*inputs))
+    return row
+
+
+def xnnpack(case: str, model, quantized, inputs, reference, fp32_mb: float) -> Row:
+    from et_tensorrt.testing import run_executorch
+
+    row = Row(case, "xnnpack", _weight_mb(model), fp32_pte_mb=fp32_mb)
+    program = torch.export.export(quantized, inputs)
+    t0 = time.perf_counter()
+    try:
+        pte = _xnnpack_lower(program)
+    except Exception as e:  # noqa: BLE001
+        row.notes.append(f"{type(e).__name__}: {str(e)[:200]}")
+        return row
+    row.lower_s = time.perf_counter() - t0
+    row.pte_mb = len(pte) / 1e6
+    row.ratio = row.pte_mb / fp32_mb
+    row.partitions = _delegates(pte)
+    row.quant_on_host = _quant_nodes_on_host(pte)
+    out = run_executorch(pte, inputs)[0]
+    with torch.no_grad():
+        row.vs_eager = _share(out, quantized(*inputs))
+        if reference is not quantized:
+            row.vs_reading = _share(out, reference(*inputs))
+    return row
+
+
+def model_case(case: str) -> list[Row]:
+    try:
+        model, inputs = _models(case)
+    except ImportError as e:
+        return [Row(case, "et_tensorrt", notes=[f"not run: {e}"])]
+    fp32_program = torch.export.export(model, inputs)
+    fp32_ours = len(et_tensorrt.lower(fp32_program, weights="engine-only")) / 1e6
+    fp32_xnnpack = len(_xnnpack_lower(fp32_program)) / 1e6
+    quantized = qm.quantize(case.removeprefix(RESNET), model, inputs)
+    reference = qm.reference(case.removeprefix(RESNET), quantized)
+    return [
+        ours(case, model, quantized, inputs, reference, fp32_ours),
+        xnnpack(case, model, quantized, inputs, reference, fp32_xnnpack),
+    ]
+
+
+def _decode(decoder, pte) -> tuple[float, float]:
+    steps = decoders.decode(decoder, pte, TOKENS)
+    return max(s.max_error for s in steps), max(s.state_bytes for s in steps)
+
+
+def llama_case() -> list[Row]:
+    float_decoder = decoders.executorch_llama()
+    weights_mb = sum(p.numel() * p.element_size() for p in float_decoder.eager.parameters()) / 1e6
+    fp32_ours = len(et_tensorrt.lower(float_decoder.program, weights="engine-only")) / 1e6
+    fp32_xnnpack = len(_xnnpack_lower(float_decoder.program)) / 1e6
+    rows = []
+    decoder = decoders.executorch_llama(quantize="8da4w")  # eager: the weight-only reading
+    row = Row("llama_8da4w", "et_tensorrt", weights_mb, fp32_pte_mb=fp32_ours)
+    t0 = time.perf_counter()
+    engine_only = et_tensorrt.lower(decoder.program, weights="engine-only", cache=False)
+    row.lower_s = time.perf_counter() - t0
+    row.pte_mb, row.partitions = len(engine_only) / 1e6, _delegates(engine_only)
+    row.ratio, row.quant_on_host = row.pte_mb / fp32_ours, _quant_nodes_on_host(engine_only)
+    both = et_tensorrt.lower(decoder.program, weights="both")
+    error, state_bytes = _decode(decoder, both)
+    row.vs_reading = error  # absolute: logits of a random-weight model
+    row.notes.append(
+        f"{len(TOKENS)} tokens, worst abs error vs the weight-only reading; state bytes/step {state_bytes}"
+    )
+    rows.append(row)
+
+    xdecoder = decoders.executorch_llama(quantize="8da4w")
+    xrow = Row("llama_8da4w", "xnnpack", weights_mb, fp32_pte_mb=fp32_xnnpack)
+    t0 = time.perf_counter()
+    pte = _xnnpack_lower(xdecoder.program)
+    xrow.lower_s = time.perf_counter() - t0
+    xrow.pte_mb, xrow.partitions = len(pte) / 1e6, _delegates(pte)
+    xrow.ratio, xrow.quant_on_host = xrow.pte_mb / fp32_xnnpack, _quant_nodes_on_host(pte)
+    xrow.vs_reading, _ = _decode(xdecoder, pte)
+    xrow.notes.append("vs the weight-only reading: XNNPACK quantizes activations dynamically")
+    rows.append(xrow)
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    def f(v, fmt=".2f"):
+        return "–" if v is None else format(v, fmt)
+
+    def pct(v):
+        return "–" if v is None else f"{100 * v:.2f} %"
+
+    lines = [
+        "| case | backend | weights (MB) | partitions | Q/DQ on host | .pte (MB) | fp32 .pte (MB) | ratio | lower (s) "
+        "| vs eager | vs reading | onnx vs program |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        reading = f(r.vs_reading, ".2g") if r.case == "llama_8da4w" else pct(r.vs_reading)
+        lines.append(
+            f"| {r.case} | {r.backend} | {f(r.weights_mb, '.1f')} | {r.partitions} | {r.quant_on_host} | {f(r.pte_mb)} "
+            f"| {f(r.fp32_pte_mb)} | {f(r.ratio)} | {f(r.lower_s, '.1f')} | {pct(r.vs_eager)} | {reading} "
+            f"| {f(r.onnx_error, '.1g')} |"
+        )
+    notes = [f"- {r.case} / {r.backend}: {n}" for r in rows for n in r.notes]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--json", type=str, default="")
+    args = parser.parse_args()
+    logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
+    warnings.simplefilter("ignore")
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("ET_TENSORRT_CACHE_DIR", os.path.join(tmp, "cache"))
+        for case in args.cases.split(","):
+            new = llama_case() if case == "llama_8da4w" else model_case(case)
+            for r in new:
+                print(json.dumps(asdict(r)), flush=True)
+            rows += new
+    print()
+    print(markdown(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([asdict(r) for r in rows], fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
