@@ -144,7 +144,9 @@ def _weight_bytes(model) -> int:
 # ----------------------------------------------------------------------------------------- one lowering
 
 
-def lower_child(case: str, backend: str, folder: str, baseline: bool, validate: bool = False) -> dict:
+def lower_child(
+    case: str, backend: str, folder: str, baseline: bool, validate: bool = False, device_build: bool = True
+) -> dict:
     import torch
 
     import et_tensorrt
@@ -152,8 +154,11 @@ def lower_child(case: str, backend: str, folder: str, baseline: bool, validate: 
     built = _build(case, folder)
     if validate:
         built.options["validate"] = True
+    if not device_build and backend == "et_tensorrt" and not baseline:
+        built.options["device_build"] = False
     model = built.model
     label = backend + (" (before)" if baseline else "") + (" +validate" if validate else "")
+    label += " -device_build" if "device_build" in built.options else ""
     row = {"case": case, "backend": label, "weight_bytes": _weight_bytes(model)}
     row["model_rss"] = _rss()
     pte = os.path.join(folder, f"{case}-{backend}.pte")
@@ -297,12 +302,16 @@ def _verify_llama(built: Llama, backend: str, pte: str, ptd: str, row: dict) -> 
 # -------------------------------------------------------------------------------------------------- driver
 
 
-def _child(mode: str, case: str, backend: str, folder: str, baseline: bool, validate: bool = False) -> dict:
+def _child(
+    mode: str, case: str, backend: str, folder: str, baseline: bool, validate: bool = False, device_build: bool = True
+) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, case, backend, folder]
     if baseline:
         cmd.append("--baseline")
     if validate:
         cmd.append("--validate")
+    if not device_build:
+        cmd.append("--no-device-build")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.run(["nice", "-n", "10", *cmd], capture_output=True, text=True, env=env, check=False)
     for line in reversed(proc.stdout.splitlines()):
@@ -327,6 +336,12 @@ def main() -> int:
     parser.add_argument("--folder", help="where the programs go (default: a temp folder, removed)")
     parser.add_argument("--expect", type=float, help="expected peak / weights (skips what cannot fit)")
     parser.add_argument("--validate", action="store_true", help="et_tensorrt: onnxruntime checks each ONNX first")
+    parser.add_argument(
+        "--device-build",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="et_tensorrt: a build recipe in each blob (the default; --no-device-build: its cost, side by side)",
+    )
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--child", nargs=4, metavar=("MODE", "CASE", "BACKEND", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -337,7 +352,7 @@ def main() -> int:
         logging.basicConfig(level=logging.INFO, format="  %(message)s", stream=sys.stderr)
         mode, case, backend, folder = args.child
         if mode == "lower":
-            row = lower_child(case, backend, folder, args.baseline, args.validate)
+            row = lower_child(case, backend, folder, args.baseline, args.validate, args.device_build)
         else:
             row = verify_child(case, backend, folder)
         print(json.dumps(row), flush=True)
@@ -355,7 +370,7 @@ def main() -> int:
                         "error": f"skipped: expects ~{need / GiB:.1f} GiB, {have / GiB:.1f} GiB available",
                     }
                 else:
-                    row = _child("lower", case, backend, folder, args.baseline, args.validate)
+                    row = _child("lower", case, backend, folder, args.baseline, args.validate, args.device_build)
                     if args.verify and "error" not in row:
                         row["verify"] = _child("verify", case, backend, folder, False)
                 rows.append(row)

@@ -9,6 +9,10 @@ counted in METADATA ``refit_raw_bytes``), so the map is complete whatever the ex
 The check is exact, not within a tolerance: the engine is built with REFIT_IDENTICAL, and every recipe step is
 exact (permute, reshape) or correctly rounded (cast; the batch-norm steps use numpy's IEEE arithmetic, as the
 exporter's fold does: see et_tensorrt.refit_map), so a recipe's bytes do not depend on the CPU that runs it.
+
+The weights are read where they are, a slab at a time, never copied whole (a large model's partitions hold
+gigabytes): an initializer that *is* a weight (the export kept the program's tensor) is recognized by its memory
+without reading it; fingerprints and comparisons run over slabs of :data:`_SLAB` elements, casting each slab only.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("et_tensorrt")
 
 _MAX_PERMUTE_RANK = 4  # transposes tried for sources up to this rank (24 orders)
+_SLAB = 1 << 22  # elements read at a time: fingerprints and comparisons never copy a whole weight
 
 
 @dataclass
@@ -84,10 +89,17 @@ def _batch_norms(ep) -> list[dict]:
     return found
 
 
-def _fingerprint(t: torch.Tensor) -> tuple[float, float]:
-    """Order-independent (sum, sum of squares) in float64: a cheap filter before exact comparisons."""
-    x = t.detach().reshape(-1).to(torch.float64)
-    return float(x.sum()), float((x * x).sum())
+def _fingerprint(t: torch.Tensor, dtype: torch.dtype | None = None) -> tuple[float, float]:
+    """Order-independent (sum, sum of squares) in float64 of ``t`` (cast to ``dtype`` first): a cheap filter
+    before exact comparisons, one slab at a time."""
+    flat = t.detach().reshape(-1)  # a view of a contiguous tensor
+    total = squares = 0.0
+    for start in range(0, flat.numel(), _SLAB):
+        x = flat[start : start + _SLAB]
+        x = (x.to(dtype) if dtype is not None else x).to(torch.float64)
+        total += float(x.sum())
+        squares += float((x * x).sum())
+    return total, squares
 
 
 def _close(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -98,9 +110,34 @@ def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same dtype, shape and bytes (NaN payloads and signed zeros included)."""
-    return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(_bytes_of(a), _bytes_of(b)))
+def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same memory with the same layout and dtype: the same bytes, without reading them."""
+    return (
+        a.dtype == b.dtype
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.device == b.device
+        and (a.numel() == 0 or a.data_ptr() == b.data_ptr())
+    )
+
+
+def _same(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype | None = None) -> bool:
+    """Same dtype, shape and bytes (NaN payloads and signed zeros included), ``a`` cast to ``dtype`` first; read a
+    slab of leading rows at a time."""
+    if dtype is None and _shares(a, b):
+        return True
+    if (dtype or a.dtype) != b.dtype or a.shape != b.shape:
+        return False
+    if a.dim() == 0 or a.numel() == 0:
+        a = a.to(dtype) if dtype is not None else a
+        return bool(torch.equal(_bytes_of(a), _bytes_of(b)))
+    rows = max(1, _SLAB // max(1, a[0].numel()))
+    for start in range(0, a.shape[0], rows):
+        x, y = a[start : start + rows], b[start : start + rows]
+        x = x.to(dtype) if dtype is not None else x
+        if not torch.equal(_bytes_of(x), _bytes_of(y)):
+            return False
+    return True
 
 
 class _Deriver:
@@ -117,7 +154,7 @@ class _Deriver:
     def _print(self, i: int, dtype: torch.dtype) -> tuple[float, float]:
         key = (i, dtype)
         if key not in self._prints:
-            self._prints[key] = _fingerprint(self.weights[i].to(dtype))
+            self._prints[key] = _fingerprint(self.weights[i], dtype)
         return self._prints[key]
 
     def _candidates(self, name: str, target: torch.Tensor) -> list[int]:
@@ -127,27 +164,31 @@ class _Deriver:
 
     def derive(self, name: str, target: torch.Tensor) -> tuple[rm.Step, ...] | None:
         tdtype = scalar_type_code(target.dtype)
+        candidates = self._candidates(name, target)
+        for i in candidates:  # the export kept the program's own tensor: recognized without reading it
+            source = self.weights[i]
+            if _shares(source, target) or (source.is_contiguous() and _shares(source.reshape(target.shape), target)):
+                reshape = [] if source.shape == target.shape else [rm.Step(rm.RESHAPE, dims=tuple(target.shape))]
+                return (rm.Step(rm.SOURCE, weight=i), *reshape)
         want = _fingerprint(target) if target.numel() else None
-        for i in self._candidates(name, target):
+        for i in candidates:
             source = self.weights[i]
             if want is not None and not _close(self._print(i, target.dtype), want):
                 continue
             steps = [rm.Step(rm.SOURCE, weight=i)]
-            cast = source.to(target.dtype)
-            if source.dtype != target.dtype:
+            cast = target.dtype if source.dtype != target.dtype else None  # slab by slab, in _same
+            if cast is not None:
                 steps.append(rm.Step(rm.CAST, dtype=tdtype))
             orders = [tuple(range(source.dim()))]
             if 2 <= source.dim() <= _MAX_PERMUTE_RANK:
                 orders += [p for p in itertools.permutations(range(source.dim())) if p != orders[0]]
             for order in orders:
-                moved = cast.permute(order)
+                moved = source.permute(order)
                 if tuple(moved.shape) == tuple(target.shape):
-                    got = moved
-                    extra = []
-                else:
-                    got = moved.reshape(target.shape)
-                    extra = [rm.Step(rm.RESHAPE, dims=tuple(target.shape))]
-                if _same(got, target):
+                    got, extra = moved, []
+                else:  # (a copy, unless the source is contiguous and kept in order)
+                    got, extra = moved.reshape(target.shape), [rm.Step(rm.RESHAPE, dims=tuple(target.shape))]
+                if _same(got, target, cast):
                     perm = [] if order == orders[0] else [rm.Step(rm.PERMUTE, dims=order)]
                     return tuple(steps + perm + extra)
         return self._derive_batch_norm(target, tdtype)

@@ -146,6 +146,36 @@ def test_derivation_verifies_byte_for_byte(model, precision):
         )
 
 
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_derivation_reads_the_weights_a_slab_at_a_time(model, precision, monkeypatch):
+    """Fingerprints and comparisons over slabs (of a few elements here; millions for a large model's weights) find
+    the same recipes as whole tensors would, without copying a weight whole."""
+    from et_tensorrt.backend import refit_derivation
+
+    ep, export, weights = _partition(model, precision)
+    whole = derive_refit_map(export, weights, ep)
+    monkeypatch.setattr(refit_derivation, "_SLAB", 5)
+    sliced = derive_refit_map(export, weights, ep)
+    assert [e.steps for e in sliced.entries] == [e.steps for e in whole.entries]
+    verify_refit_map(export, sliced.entries, [w.tensor for w in weights], sliced.payload)
+
+
+def test_an_initializer_that_is_the_programs_tensor_is_its_source_unread():
+    """The export kept the program's own tensor (a large model's linears): SOURCE, recognized by its memory; a copy
+    of the same bytes is found by reading them; the same bytes in another dtype are not."""
+    from et_tensorrt.backend.refit_derivation import _Deriver
+    from et_tensorrt.blob import Weight
+
+    w = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
+    other = torch.randn(4, 6, generator=torch.Generator().manual_seed(4))
+    deriver = _Deriver([Weight("other", "parameter", other), Weight("fc.weight", "parameter", w)], None)
+    assert deriver.derive("fc.weight", w) == (rm.Step(rm.SOURCE, weight=1),)
+    assert deriver.derive("flat", w.reshape(24)) == (rm.Step(rm.SOURCE, weight=1), rm.Step(rm.RESHAPE, dims=(24,)))
+    assert deriver.derive("copy", w.clone()) == (rm.Step(rm.SOURCE, weight=1),)
+    assert deriver.derive("t", w.t().contiguous()) == (rm.Step(rm.SOURCE, weight=1), rm.Step(rm.PERMUTE, dims=(1, 0)))
+    assert deriver.derive("half", w.half())[1] == rm.Step(rm.CAST, dtype=5)
+
+
 def test_a_wrong_recipe_fails_loudly(model):
     ep, export, weights = _partition(model)
     plan = derive_refit_map(export, weights, ep)
