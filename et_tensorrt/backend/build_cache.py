@@ -314,7 +314,8 @@ class EngineWriter:
         size = _HEAD.size + payload + len(header)
         if size > limit:
             logger.info("build cache: %s entry of %d bytes exceeds the limit %d; not stored", key[:16], size, limit)
-            return FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True) if hold else None
+            region = FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)  # removes the file when it goes
+            return region if hold else None
         # Our own name for the engine first (a link to the temp file, before the entry can be replaced or evicted)
         held = None
         if hold:
@@ -323,7 +324,8 @@ class EngineWriter:
             os.replace(self._tmp, _path(key))
         except OSError as exc:
             logger.warning("build cache: cannot write to %s (%s)", self._dir, exc)
-            return held or FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)
+            region = FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)  # removes the file when it goes
+            return held or (region if hold else None)
         stats["stores"] += 1
         self.stored = True
         evict(limit, keep=key)

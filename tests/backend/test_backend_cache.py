@@ -3,6 +3,8 @@ same blob; every input of the key invalidates it; corrupt entries are misses; th
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -200,6 +202,26 @@ def _entry(key: str, size: int) -> build_cache.Entry:
     return build_cache.Entry(key=key, engine=os.urandom(size), io=io, info={"label": key[:4]})
 
 
+def test_an_entry_holds_the_engine_in_its_file_and_the_recipe_beside_it(cache):
+    """Format 3: the engine (as a builder streams it), the RECIPE, the header last; a loaded engine is a region of
+    the entry file, never read whole."""
+    from et_tensorrt.backend.held_data import FileRegion
+
+    entry = _entry("a" * 64, 3000)
+    entry.recipe, entry.build_seconds = b"recipe" * 100, 1.25
+    assert build_cache.store(entry)
+    loaded = build_cache.load(entry.key)
+    assert isinstance(loaded.engine, FileRegion) and loaded.engine.to_bytes() == entry.engine
+    assert (
+        bytes(loaded.engine.view()) == entry.engine and loaded.engine.sha256() == hashlib.sha256(entry.engine).digest()
+    )
+    assert loaded.recipe == entry.recipe and loaded.build_seconds == 1.25
+    (listed,) = build_cache.entries()
+    assert listed.engine_bytes == 3000 and listed.size > 3000 + len(entry.recipe)
+    head = (cache / f"{entry.key}{build_cache.SUFFIX}").read_bytes()[: build_cache._HEAD.size]
+    assert build_cache._HEAD.unpack(head)[:2] == (b"ETRTCACH", build_cache.FORMAT_VERSION)
+
+
 def test_lru_eviction_keeps_the_folder_under_its_limit(cache, monkeypatch):
     monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "4K")  # three entries of ~1.2 KB fit, four do not
     assert build_cache.max_bytes() == 4096
@@ -214,6 +236,8 @@ def test_lru_eviction_keeps_the_folder_under_its_limit(cache, monkeypatch):
     assert not build_cache.store(_entry("f" * 64, 5000))  # larger than the whole limit: not stored
     monkeypatch.setenv(build_cache.ENV_CACHE_MAX_BYTES, "0")
     assert not build_cache.store(_entry("e" * 64, 10))
+    gc.collect()  # what is not stored leaves no file behind, and a loaded entry's private link goes with it
+    assert [p.name for p in cache.iterdir() if p.name.startswith((".tmp-", build_cache.HELD_PREFIX))] == []
 
 
 @pytest.mark.parametrize(
