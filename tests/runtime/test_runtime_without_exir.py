@@ -79,3 +79,17 @@ def test_a_missing_kernel_library_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(runner, "KERNELS_LIBRARY", "libexecutorch_kernels_nonexistent.so")
     with pytest.raises(et_tensorrt.RunnerError, match="libexecutorch_kernels_nonexistent.so is not in"):
         runner.load_kernels()
+
+
+def test_the_device_build_path_imports_no_exir():
+    """Building an engine on the GPU machine (device_build: the builder, the engine cache, engines held as file
+    regions) runs where only ExecuTorch's runtime is installed."""
+    code = (
+        "import sys, et_tensorrt\n"
+        "from et_tensorrt.runtime import device_build, executors\n"
+        "from et_tensorrt.backend import build_cache, engine_builder, held_data\n"
+        "from et_tensorrt import recipe\n"
+        "print(sorted(m for m in sys.modules if m.startswith('executorch.exir')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
