@@ -92,6 +92,11 @@ setup(
             # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
             # series executorch 1.5.1 declares
             "torchao>=0.18,<0.19",
+            # standard TensorRT's lean runtime (no builder; imports without a GPU): the flavour differences in
+            # et_tensorrt/trt.py are checked against its API as well as TensorRT-RTX's
+            # (tests/runtime/test_runtime_trt_flavours.py)
+            "tensorrt-lean-cu13-bindings==11.4.0.106; platform_system == 'Linux' and platform_machine == 'x86_64'",
+            "tensorrt-lean-cu13-libs==11.4.0.106; platform_system == 'Linux' and platform_machine == 'x86_64'",
             # the lint gate (.ci/run, .pre-commit-config.yaml): pinned so every checkout formats alike
             "ruff==0.17.6",
             "clang-format==23.1.5",

@@ -1,6 +1,6 @@
 """The TensorRT flavours' differences (et_tensorrt/trt.py), against the modules' own APIs where they import:
 TensorRT-RTX (installed for lowering) and standard TensorRT's lean runtime wheel (``tensorrt-lean-cu13-bindings``
-and ``-libs``, 44 MB: not in the test extra; these tests skip without it). Neither needs a GPU to be imported
+and ``-libs``, 44 MB: in the test extra; these tests skip without it). Neither needs a GPU to be imported
 or inspected. The full TensorRT builder cannot be installed here, so its code path is built with TensorRT-RTX
 seen as a module without RTX's target API: the one builder then takes the ``tensorrt`` branches (the
 STRONGLY_TYPED network flag, no named targets) and parses the recipe's weightless graph as it would."""
