@@ -6,10 +6,11 @@ backend/stages/ (its docstring tables what each reads and writes):
 options (compile specs) -> to_aten (edge partition -> aten ExportedProgram, on the host) -> legalize_quant
 (Q/DQ TensorRT runs, activation quantization it cannot express dropped) -> lift_state (mutable
 buffers become engine state, backend/state_lifting.py) -> metadata -> cache_lookup (backend/build_cache.py,
-keyed by the partition itself; a hit skips the next three) -> to_onnx (in memory) -> validate (float64 refusal,
-[onnxruntime]) -> build (TensorRT engine, stored in the cache) -> embed (the aten program: GRAPH: torch.export's
-JSON, WEIGHTS: raw tensors; nothing pickled, see et_tensorrt.embedded_program; the weights mode, REFIT_MAP) ->
-serialize (the blob, docs/blob-format.md).
+keyed by the partition itself; a hit skips the next four) -> to_onnx (in memory, weights outside the
+protobuf) -> validate (float64 refusal, [onnxruntime]) -> recipe (the device-build RECIPE over WEIGHTS,
+backend/recipe_derivation.py) -> build (TensorRT engine, streamed into the cache) -> embed (the aten program:
+GRAPH: torch.export's JSON, WEIGHTS: raw tensors; nothing pickled, see et_tensorrt.embedded_program; the weights
+mode, REFIT_MAP; named data) -> serialize (the blob, docs/blob-format.md).
 
 When TensorRT refuses the partition and ``pass_through_build_failures`` is off, the blob carries no ENGINE
 section and the runtime runs the embedded program with PyTorch (ExecuTorch cannot un-delegate after
