@@ -40,7 +40,10 @@ def _gpu(device: torch.device):
     from ..runtime import device_build
 
     if not torch.cuda.is_available():
-        raise CliError("prepare builds for this machine's GPU, and torch sees no CUDA device here")
+        raise CliError(
+            "prepare builds for this machine's GPU, and torch sees no CUDA device here: run it on the GPU machine "
+            "that will run the program"
+        )
     if device.index is not None and device.index >= torch.cuda.device_count():
         raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return device_build.this_gpu(device)

@@ -154,8 +154,9 @@ def test_prepare_builds_every_engine_and_writes_a_program_carrying_them(mlp_test
     pte, prepared = tmp_path / "mlp.pte", tmp_path / "prepared.pte"
     pte.write_bytes(mlp_tester.pte)
     assert cli.main(["prepare", str(pte)]) == cli.EXIT_ERROR  # no GPU here: one error line
-    assert (
-        capsys.readouterr().err == "error: prepare builds for this machine's GPU, and torch sees no CUDA device here\n"
+    assert capsys.readouterr().err == (
+        "error: prepare builds for this machine's GPU, and torch sees no CUDA device here: run it on the GPU "
+        "machine that will run the program\n"
     )
 
     with fake_gpu("sm90"):
