@@ -184,11 +184,10 @@ void bind_runtime(py::module_& m) {
         // stands in for the program's NamedDataMap, resolved as the delegate resolves it.
         py::buffer_info info;
         const std::string_view bytes = bytes_view(blob_bytes, info);
-        DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
+        const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
         std::optional<BufferDataMap> map;
         if (named_data) map.emplace(*named_data);
         const NamedData named = resolve_named_data(blob, map ? &*map : nullptr);
-        if (named.engine.present) blob.engine = named.engine;
         // As the delegate: the weights are views of the blob (held by `owner`) or of the named data.
         std::shared_ptr<const void> owner(new py::buffer(blob_bytes), [](const void* held) {
           py::gil_scoped_acquire gil;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <string_view>
 
 namespace et_tensorrt {
 namespace {
@@ -96,7 +97,7 @@ EtDevice read_device(int8_t type, int8_t index, const std::string& what) {
 }
 
 // Names are UTF-8 (the Python side decodes them): reject malformed and overlong sequences, surrogates.
-bool valid_utf8(const std::string& s) {
+bool valid_utf8(std::string_view s) {
   for (size_t i = 0, n = s.size(); i < n;) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
@@ -331,9 +332,7 @@ constexpr uint16_t kMaxRefitSteps = 64;
 std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_count, const char* region) {
   Reader r(section.data, section.size, region);
   const std::string name = region;
-  const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail(name + " reserved field is not zero");
-  if (count > r.remaining() / 8) fail(name + " declares " + std::to_string(count) + " entries, more than it holds");
+  const uint32_t count = r.read_table_head(8);
   auto weight_index = [&](const std::string& what) {
     const uint32_t i = r.read<uint32_t>();
     if (i >= weight_count)
@@ -465,9 +464,7 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
 // i64 length_value, the three names, rank x i64 sizes, and with init 1: u64 nbytes + the initial bytes).
 std::vector<StateEntry> read_state_table(const ByteSpan& section) {
   Reader r(section.data, section.size, "STATE");
-  const uint32_t count = r.read<uint32_t>();
-  if (r.read<uint32_t>() != 0) fail("STATE reserved field is not zero");
-  if (count > r.remaining() / 26) fail("STATE declares " + std::to_string(count) + " entries, more than it holds");
+  const uint32_t count = r.read_table_head(26);
   std::vector<StateEntry> states;
   std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
@@ -560,7 +557,7 @@ Recipe read_recipe(const ByteSpan& section, size_t weight_count) {
   recipe.header = ByteSpan{section.data + kRecipeHeadSize, header_len, true};
   recipe.graph = ByteSpan{section.data + graph_at, static_cast<size_t>(graph_len), true};
   recipe.map = ByteSpan{section.data + map_at, static_cast<size_t>(map_len), true};
-  if (!valid_utf8(std::string(reinterpret_cast<const char*>(recipe.header.data), recipe.header.size))) {
+  if (!valid_utf8(std::string_view(reinterpret_cast<const char*>(recipe.header.data), recipe.header.size))) {
     fail("RECIPE header is not UTF-8");
   }
   recipe.entries = read_refit_map(recipe.map, weight_count, "RECIPE map");
@@ -785,7 +782,7 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     if (blob.state.present) blob.states = read_state_table(blob.state);
   }
   if (blob.metadata.present &&
-      !valid_utf8(std::string(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size))) {
+      !valid_utf8(std::string_view(reinterpret_cast<const char*>(blob.metadata.data), blob.metadata.size))) {
     fail("METADATA is not UTF-8");
   }
 

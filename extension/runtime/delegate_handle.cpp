@@ -59,7 +59,6 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
       blob_size_(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->size()),
       blob_(parse_delegate_blob(blob_data_, blob_size_)),
       named_(resolve_named_data(blob_, named_data_map)) {
-  if (named_.engine.present) blob_.engine = named_.engine;  // the engine's bytes, wherever they are
   py::gil_scoped_acquire gil;
   try {
     executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_, &named_);

@@ -30,10 +30,11 @@ void release_views(const py::dict& parsed) {
 
 bool has_program(const DelegateBlob& blob) { return blob.graph.size > 0 || blob.program.size > 0; }
 
-// Why TensorRT is not even tried, or "" when it may be (the blob has an engine, or a recipe to build one, for a
-// device this process has).
-std::string why_not_tensorrt(const DelegateBlob& blob, int cuda_devices) {
-  if (blob.engine.size == 0 && !blob.recipe_section.present) {
+// Why TensorRT is not even tried, or "" when it may be (the blob has an engine, in its ENGINE section or in named
+// data, or a recipe to build one, for a device this process has).
+std::string why_not_tensorrt(const DelegateBlob& blob, const NamedData* named, int cuda_devices) {
+  const size_t engine_size = named != nullptr && named->engine.present ? named->engine.size : blob.engine.size;
+  if (engine_size == 0 && !blob.recipe_section.present) {
     return "the blob carries no engine (its build was left to PyTorch at lowering time)";
   }
   if (blob.execution_device.type() != EtDeviceType::CUDA) return "the partition's execution device is the host";
@@ -74,7 +75,7 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   py::module_ executors = py::module_::import("et_tensorrt.runtime.executors");
   choice.recorded_device = blob.execution_device;
   choice.device = blob.execution_device;
-  choice.reason = why_not_tensorrt(blob, cuda_devices);
+  choice.reason = why_not_tensorrt(blob, named, cuda_devices);
   // The executor gets the blob already parsed: its sections as views of `data`, released once it is built
   // (a view it kept anyway would then raise rather than read freed memory), and with an `owner` its WEIGHTS as
   // tensors viewing `data` in place (the PyTorch executor's weights: no copy), each holding `owner` alive.
