@@ -172,6 +172,7 @@ class WeightEntry:
     offset: int
     nbytes: int
     persistent: bool = True
+    named: bool = False  # its bytes are ExecuTorch named data (a NAMED_DATA entry), not in the blob
 
 
 @dataclass
@@ -219,17 +220,19 @@ class Blob:
 
     def named_weight(self, index: int) -> NamedRef | None:
         """Where WEIGHTS entry ``index`` is when it is named data (not in the blob), else None."""
-        return next((n for n in self.named if n.target == NAMED_WEIGHT and n.index == index), None)
+        if not self.weights[index].named:
+            return None
+        return next(n for n in self.named if n.target == NAMED_WEIGHT and n.index == index)
 
     @property
     def has_engine(self) -> bool:
         return self.engine is not None or self.named_engine is not None
 
     def weight_bytes(self, entry: WeightEntry) -> memoryview:
-        index = self.weights.index(entry)
-        if self.named_weight(index) is not None:
+        if entry.named:
+            key = self.named_weight(self.weights.index(entry)).key
             raise BlobFormatError(
-                f"weight {entry.name!r} is ExecuTorch named data {self.named_weight(index).key!r}, not in the blob: "
+                f"weight {entry.name!r} is ExecuTorch named data {key!r}, not in the blob: "
                 "read it through the program's data (the .pte's named data, or its .ptd)"
             )
         return memoryview(self.data)[entry.offset : entry.offset + entry.nbytes]
@@ -268,6 +271,7 @@ class Blob:
                 w["offset"],
                 w["nbytes"],
                 w["persistent"],
+                w["named"],
             )
             for w in parsed["weights"]
         ]
@@ -547,16 +551,20 @@ def write_blob(
         sections.append((SECTION_NAMED_DATA, encode_named_data(named)))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
-    flags = (FLAG_STATE if state is not None else 0) | (FLAG_NAMED_DATA if named else 0)
-    return write_sections(sections, exec_device_type, exec_device_index, flags=flags)
+    return write_sections(sections, exec_device_type, exec_device_index, flags=_flags_for(sections))
+
+
+def _flags_for(sections: list[tuple[int, object]]) -> int:
+    """The header flags that follow from which sections a blob has (readers that predate them then refuse it)."""
+    kinds = {kind for kind, _ in sections}
+    return (FLAG_STATE if SECTION_STATE in kinds else 0) | (FLAG_NAMED_DATA if SECTION_NAMED_DATA in kinds else 0)
 
 
 def replace_sections(data: bytes, changes: dict[int, bytes | None]) -> bytes:
     """``data`` (a blob the reader accepts) with the sections in ``changes`` replaced, added, or (None) removed,
     written again as version 3 (its DIGESTS recomputed); the header's execution device is kept, its flags follow
     the sections (STATE, NAMED_DATA)."""
-    read_blob(data, copy=False)  # refuse a damaged blob before copying any of it
-    exec_type, exec_index = struct.unpack_from("<bb", data, 24)
+    blob = read_blob(data, copy=False)  # refuse a damaged blob before copying any of it
     count = struct.unpack_from("<I", data, 12)[0]
     sections = []
     for i in range(count):
@@ -564,9 +572,7 @@ def replace_sections(data: bytes, changes: dict[int, bytes | None]) -> bytes:
         if kind != SECTION_DIGESTS and kind not in changes:
             sections.append((kind, memoryview(data)[offset : offset + size]))
     sections += [(kind, payload) for kind, payload in changes.items() if payload is not None]
-    kinds = {kind for kind, _ in sections}
-    flags = (FLAG_STATE if SECTION_STATE in kinds else 0) | (FLAG_NAMED_DATA if SECTION_NAMED_DATA in kinds else 0)
-    return write_sections(sections, exec_type, exec_index, flags=flags)
+    return write_sections(sections, blob.exec_device_type, blob.exec_device_index, flags=_flags_for(sections))
 
 
 # --------------------------------------------------------------------------------------------- reader
