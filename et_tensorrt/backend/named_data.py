@@ -28,30 +28,37 @@ KEY_PREFIX = "et_tensorrt:"
 EXTERNAL_TAG = "et_tensorrt"  # ExecuTorch's name for the .ptd (et_tensorrt.save names the file after the .pte)
 ALIGNMENT = 64  # each datum's alignment in the .pte/.ptd: the weights are viewed in place
 
-# (storage, offset, shape, strides, dtype) -> (a weak reference to a tensor over that storage, its version, digest).
-# While the referenced tensor lives its storage cannot be freed and reused, so the key stays that tensor's bytes;
-# the version counter catches an in-place write.
+# (device, storage, offset, shape, strides, dtype) -> (a weak reference to a tensor over that storage, its version,
+# digest). While the referenced tensor lives its storage cannot be freed and reused, so the key stays that tensor's
+# bytes; the version counter catches an in-place write.
 _digests: dict[tuple, tuple[weakref.ref, int, bytes]] = {}
 
 
 def _identity(t: torch.Tensor) -> tuple:
-    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+    return (
+        t.device,
+        t.untyped_storage().data_ptr(),
+        t.storage_offset(),
+        tuple(t.shape),
+        tuple(t.stride()),
+        t.dtype,
+    )
 
 
 def tensor_digest(t: torch.Tensor) -> bytes:
     """SHA-256 of the bytes WEIGHTS and named data store for ``t`` (``blob.tensor_span``), once per tensor and
     process (while ``t`` lives)."""
+    # Keyed by the tensor's own storage and version counter (a detached view shares both), never by a host copy's:
+    # a temporary copy's address is reused by the next one.
     owner, t = t, t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
     key = _identity(t)
     held = _digests.get(key)
     if held is not None:
         ref, version, digest = held
         alive = ref()
-        if alive is not None and alive._version == t._version:
+        if alive is not None and t._version == version:
             return digest
-    span = blob_mod.tensor_span(t)
+    span = blob_mod.tensor_span(t if t.device.type == "cpu" else t.cpu())
     digest = hashlib.sha256(memoryview(span) if span is not None else b"").digest()
     _digests[key] = (weakref.ref(owner, lambda _, k=key: _digests.pop(k, None)), t._version, digest)
     return digest

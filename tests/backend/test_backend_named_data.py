@@ -232,3 +232,14 @@ def test_tools_read_named_weights_from_the_program():
     torch.testing.assert_close(out[0] if isinstance(out, (tuple, list)) else out, _eager(_model(), X))
     with pytest.raises(ProgramRefusedError, match="named data"):
         load_program(blob)
+
+
+def test_a_weight_digest_is_its_bytes_computed_once_and_again_after_an_in_place_write():
+    import hashlib
+
+    weight = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    first = named_data.tensor_digest(weight)
+    assert first == hashlib.sha256(weight.numpy().tobytes()).digest()
+    assert named_data.tensor_digest(weight.detach()) == first  # a view of the same storage: the same entry
+    weight.add_(1)  # the version counter moves: the bytes are hashed again
+    assert named_data.tensor_digest(weight) == hashlib.sha256(weight.numpy().tobytes()).digest() != first
