@@ -34,14 +34,13 @@ def state_table(states) -> bytes:
     return table.encode_state_table(entries)
 
 
-def _verify(job: PartitionJob, data: bytes) -> None:
+def _verify(job: PartitionJob, blob: blob_mod.Blob) -> None:
     """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS, REFIT_MAP and
     RECIPE, as the runtime and the device build will) equals the bytes the engine was built with; EngineBuildError
     otherwise. The weights are read where they are (loader.weight_views: no copy)."""
     from et_tensorrt.backend.refit_derivation import verify_refit_map
     from et_tensorrt.embedded_program.loader import weight_views
 
-    blob = blob_mod.read_blob(data, copy=False)
     names = [w.name for w in blob.weights]
     # named data is the program's own tensors, which ExecuTorch writes as they are
     named = {n.key: job.weights[n.index].tensor for n in blob.named if n.target == blob_mod.NAMED_WEIGHT}
@@ -49,6 +48,8 @@ def _verify(job: PartitionJob, data: bytes) -> None:
     if job.refit is not None:
         verify_refit_map(job.export, blob.refit_entries, tensors, blob.refit_map, names)
     if job.recipe is not None and job.export is not None:  # a hit's recipe was verified when it was stored
+        if job.refit is not None and bytes(blob.recipe.map) == bytes(blob.refit_map):
+            return  # weights="refit" reuses the recipe's map: the same bytes, read by the same reader, just checked
         verify_refit_map(job.export, blob.recipe.entries, tensors, blob.recipe.map, names)
 
 
@@ -68,9 +69,13 @@ def run(job: PartitionJob) -> None:
         exec_device_type=exec_type,
         exec_device_index=exec_index,
     )
-    if job.refit is not None or (job.recipe is not None and job.export is not None):
-        _verify(job, data)
+    verify = job.refit is not None or (job.recipe is not None and job.export is not None)
+    if not verify and not _recorders:
+        return
+    blob = blob_mod.read_blob(data, copy=False)  # as the runtime reads it (every section's digest checked once)
+    if verify:
+        _verify(job, blob)
     if _recorders:
-        digest = blob_mod.program_digest(blob_mod.read_blob(data, copy=False))
+        digest = blob_mod.program_digest(blob)
         for exports in _recorders:
             exports[digest] = PartitionExport(job.label, job.build, job.export)
