@@ -177,3 +177,10 @@ def header_for(export, precision: str, workspace_bytes: int | None, engine: dict
         "workspace_bytes": workspace_bytes,
         "engine": engine,
     }
+
+
+def engine_header(flavour, targets, gpu: str | None) -> dict:
+    """The header's ``engine``: what an engine built by ``flavour`` (et_tensorrt.trt.Flavour) runs on, its named
+    targets, or with none (full TensorRT) the GPU it was built on."""
+    targets = list(targets)
+    return {"flavour": flavour.name, "version": flavour.version, "targets": targets, "gpu": None if targets else gpu}

@@ -64,6 +64,14 @@ def sm_name(capability: tuple[int, int]) -> str:
     return f"sm{capability[0]}{capability[1]}"
 
 
+def local_sm() -> str | None:
+    """This machine's first CUDA GPU as ``"sm90"``, or None without one: what a build without named targets (full
+    TensorRT) makes its engine for."""
+    import torch
+
+    return sm_name(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
+
+
 def normalize_arch(arch: str) -> str:
     """``"sm86"`` / ``"sm_86"`` / ``"86"`` / ``"8.6"`` -> ``"sm86"``; ``"current"`` stays."""
     text = arch.strip().lower().replace(".", "")
@@ -245,22 +253,6 @@ def flavour() -> str:
 
 def version() -> str:
     return default().version
-
-
-def is_rtx() -> bool:
-    return default().is_rtx
-
-
-def network_flags() -> int:
-    return default().network_flags()
-
-
-def supports_target_archs() -> bool:
-    return default().supports_target_archs()
-
-
-def compute_capability(arch: str):
-    return default().compute_capability(arch)
 
 
 class CollectingLogger:

@@ -174,10 +174,7 @@ def tool_versions(target_archs: Sequence[str]) -> dict:
         except metadata.PackageNotFoundError:
             return None
 
-    gpu = None
-    if not target_archs and torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        gpu = f"sm{major}{minor}"
+    gpu = None if target_archs else trt.local_sm()
     return {
         "program_checks": _program_checks_digest(),
         "trt_flavour": trt.flavour(),

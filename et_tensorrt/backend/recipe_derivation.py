@@ -65,7 +65,7 @@ def aot_engine(target_archs: tuple[str, ...], gpu: str | None) -> dict:
     TensorRT-RTX's default portable set), and for TensorRT (no target API) the GPU it was built on."""
     flavour = trt.default()
     targets = [trt.normalize_arch(a) for a in target_archs] or list(flavour.default_targets())
-    return {"flavour": flavour.name, "version": flavour.version, "targets": targets, "gpu": None if targets else gpu}
+    return recipe_mod.engine_header(flavour, targets, gpu)
 
 
 def derive_recipe(export, weights, aten_ep, precision: str, workspace_bytes: int | None, engine: dict) -> RecipePlan:

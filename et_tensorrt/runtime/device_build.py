@@ -139,7 +139,7 @@ def aot_runtime(blob) -> trt.Flavour | None:
     if info:
         return trt.get(str(info.get("flavour")))
     try:
-        return trt.Flavour(trt.flavour(), trt.module())
+        return trt.default()
     except Exception:  # noqa: BLE001 - no TensorRT builder: a runtime-only install
         return trt.get("tensorrt_rtx") or trt.get("tensorrt")
 
@@ -167,16 +167,15 @@ def pick_builder(gpu: Gpu, prefer: str | None = None) -> tuple[trt.Flavour, tupl
     )
 
 
-def partition_digest(blob) -> str:
-    """The partition's identity for the engine cache: its RECIPE payload and the program's weights and graph."""
-    from ..blob import program_digest
-
+def partition_digest(blob, program: str) -> str:
+    """The partition's identity for the engine cache: its RECIPE payload and ``program``, the digest of the
+    program's graph and weights (``blob.program_digest``)."""
     h = hashlib.sha256(b"et_tensorrt-recipe\0")
     recipe = blob.recipe
     for part in (recipe.header_bytes, recipe.graph, recipe.map):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    h.update(program_digest(blob).encode())
+    h.update(program.encode())
     return h.hexdigest()
 
 
@@ -191,12 +190,13 @@ def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[
     """The engine built from the blob's RECIPE, streamed into ``sink`` (build_cache.EngineWriter: its cache entry,
     or a private file where the cache cannot be written), and the seconds it took."""
     from ..backend.engine_builder import BuildSettings, build_engine
-    from ..embedded_program.loader import weight_tensors
+    from ..embedded_program.loader import weight_views
     from ..recipe import build_export
 
     recipe = blob.recipe
-    # its initializers (views of the WEIGHTS, or tensors rebuilt from them) live until the build returns
-    export = build_export(recipe, weight_tensors(blob))
+    # its initializers (read-only views of the WEIGHTS, never copies, or tensors rebuilt from them) live until the
+    # build returns
+    export = build_export(recipe, weight_views(blob, {}))
     settings = BuildSettings(
         precision=str(recipe.header.get("precision", "fp32")),
         target_archs=targets,
@@ -207,6 +207,11 @@ def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[
     return result.engine, result.seconds
 
 
+def _facts(digest: str, gpu: Gpu, flavour: trt.Flavour) -> dict:
+    """What a cache entry records of what it was built from, and is checked against before use."""
+    return {"partition_digest": digest, "gpu": gpu.sm, "flavour": flavour.name, "version": flavour.version}
+
+
 def _cached(key: str, digest: str, gpu: Gpu, flavour: trt.Flavour):
     """The checked cache entry for ``key``, or None (a bad entry is removed: it is built again)."""
     from ..backend import build_cache
@@ -215,7 +220,7 @@ def _cached(key: str, digest: str, gpu: Gpu, flavour: trt.Flavour):
     if entry is None:
         return None
     made = entry.metadata.get("device_build", {})
-    expected = {"partition_digest": digest, "gpu": gpu.sm, "flavour": flavour.name, "version": flavour.version}
+    expected = _facts(digest, gpu, flavour)
     wrong = [k for k, v in expected.items() if made.get(k) != v]
     if wrong:
         build_cache.discard(key, f"it records another {', '.join(wrong)} than its key says")
@@ -223,10 +228,12 @@ def _cached(key: str, digest: str, gpu: Gpu, flavour: trt.Flavour):
     return entry
 
 
-def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str = "") -> Made | str:
+def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str | None = None) -> Made | str:
     """An engine for ``gpu`` built from the blob's RECIPE (or the engine cache's), or why there is none
-    (``why_not_aot``: why the blob's own engine does not run here, which starts the message)."""
+    (``why_not_aot``: why the blob's own engine does not run here, which starts the message). ``label`` names the
+    partition in log lines (default: its program digest's first digits)."""
     from ..backend import build_cache
+    from ..blob import program_digest
 
     recipe = blob.recipe
     if recipe is None:
@@ -241,7 +248,10 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str = "") -> Made | str:
     if isinstance(picked, str):
         return f"{why_not_aot}; {picked}"
     flavour, targets = picked
-    digest = partition_digest(blob)
+    program = program_digest(blob)  # every weight's bytes hashed: once per load
+    if label is None:
+        label = f"partition {program[:8]}"
+    digest = partition_digest(blob, program)
     key = cache_key(digest, gpu, flavour, targets)
     entry = _cached(key, digest, gpu, flavour)
     if entry is not None:
@@ -261,16 +271,7 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str = "") -> Made | str:
         key=key,
         engine=b"",
         io=list(blob.io),
-        metadata={
-            "device_build": {
-                "partition_digest": digest,
-                "gpu": gpu.sm,
-                "gpu_name": gpu.name,
-                "flavour": flavour.name,
-                "version": flavour.version,
-                "targets": list(targets),
-            }
-        },
+        metadata={"device_build": {**_facts(digest, gpu, flavour), "gpu_name": gpu.name, "targets": list(targets)}},
         onnx_sha256=hashlib.sha256(recipe.graph).hexdigest(),
         info={"label": f"built here for {gpu.sm} ({gpu.name}) with {flavour.label}", "source": label or None},
     )
@@ -299,17 +300,12 @@ def prepared_blob(data: bytes, made: Made) -> bytes:
     import json
 
     from .. import blob as blob_mod
-    from ..recipe import encode
+    from ..recipe import encode, engine_header
 
     blob = blob_mod.read_blob(data, copy=False)
     named = [n for n in blob.named if n.target != blob_mod.NAMED_ENGINE]
     header = dict(blob.recipe.header)
-    header["engine"] = {
-        "flavour": made.flavour.name,
-        "version": made.flavour.version,
-        "targets": list(made.targets),
-        "gpu": None if made.targets else made.gpu.sm,
-    }
+    header["engine"] = engine_header(made.flavour, made.targets, made.gpu.sm)
     metadata = dict(blob.metadata)
     metadata.update(
         trt_flavour=made.flavour.name,

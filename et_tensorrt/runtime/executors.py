@@ -284,11 +284,7 @@ def _deserialize(blob: Blob, device: torch.device):
         return None, "", "the partition's execution device is the host"
     if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
         return None, "", "no CUDA device is available"
-    try:
-        from .. import trt  # noqa: F401 - a TensorRT-free install stops here
-        from . import device_build
-    except ImportError as e:
-        return None, "", f"no TensorRT runtime ({e})"
+    from . import device_build
     from .engine_loading import deserialize_engine
 
     try:
@@ -306,7 +302,7 @@ def _deserialize(blob: Blob, device: torch.device):
                 if engine is not None:
                     return engine, "", ""
         for _attempt in range(2):  # a cached engine that does not deserialize is removed and built once more
-            made = device_build.engine_for(blob, gpu, why, _label(blob))
+            made = device_build.engine_for(blob, gpu, why)
             if isinstance(made, str):
                 return None, "", made
             with torch.cuda.device(device):
@@ -323,11 +319,6 @@ def _deserialize(blob: Blob, device: torch.device):
         raise
     except Exception as e:  # a TensorRT that cannot even start here
         return None, "", f"TensorRT could not load the engine ({e})"
-
-
-def _label(blob: Blob) -> str:
-    """The partition as log lines name it: its program digest's first digits."""
-    return f"partition {program_digest(blob)[:8]}" if blob.has_program else ""
 
 
 def _refitted(trt, engine, blob: Blob):

@@ -13,18 +13,10 @@ from et_tensorrt.backend.stages.job import PartitionJob
 logger = logging.getLogger("et_tensorrt")
 
 
-def _gpu() -> str | None:
-    """The local GPU: what a TensorRT build without a target API (full TensorRT) builds for."""
-    import torch
-
-    from et_tensorrt import trt
-
-    return trt.sm_name(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
-
-
 def run(job: PartitionJob) -> None:
     if not job.build.device_build or job.fallback is not None or job.program is None:
         return
+    from et_tensorrt import trt
     from et_tensorrt.backend.recipe_derivation import aot_engine, derive_recipe
 
     plan = derive_recipe(
@@ -33,7 +25,7 @@ def run(job: PartitionJob) -> None:
         job.aten_ep,
         job.build.precision,
         job.build.workspace_bytes,
-        aot_engine(job.settings.target_archs, _gpu()),
+        aot_engine(job.settings.target_archs, trt.local_sm()),
     )
     job.recipe, job.recipe_map = plan.payload, plan.map
     logger.debug(
