@@ -12,15 +12,6 @@ import torch
 from .compile_specs import BuildOptions
 from .errors import OptionError
 
-# lower_program's own keywords (everything else is a partitioner option or a BuildOptions field)
-_LOWERING_KEYWORDS = (
-    "dynamic_shapes",
-    "zero_copy_inputs",
-    "zero_copy_outputs",
-    "build_options",
-    "constant_methods",
-    "progress",
-)
 _PARTITIONER_OPTIONS = (
     "target_device",
     "min_block_size",
@@ -78,15 +69,7 @@ def lower(
     The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
     piece by piece instead.
     """
-    build = _split_options(
-        {k: v for k, v in options.items() if k not in _LOWERING_KEYWORDS}, options.get("build_options")
-    )[1]
-    if build.named_data == "ptd":
-        raise OptionError(
-            "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
-            "(or named_data='pte' for one program in memory)"
-        )
-    return lower_program(model, example_inputs, **options).buffer
+    return lower_program(model, example_inputs, _in_memory=True, **options).buffer
 
 
 def lower_program(
@@ -99,15 +82,23 @@ def lower_program(
     build_options: BuildOptions | None = None,
     constant_methods: Mapping[str, Any] | None = None,
     progress: Any = None,
+    _in_memory: bool = False,
     **options: Any,
 ):
     """:func:`lower`'s work, returning ExecuTorch's ``ExecutorchProgramManager`` (the program not yet joined into
-    bytes: ``write_to_file`` and ``write_tensor_data_to_file`` write it piece by piece)."""
+    bytes: ``write_to_file`` and ``write_tensor_data_to_file`` write it piece by piece). ``_in_memory``: the
+    caller joins it into bytes (:func:`lower`), which has nowhere to put a .ptd."""
     from executorch.exir import to_edge_transform_and_lower
 
     from . import progress as steps
 
-    partitioner = make_partitioner(options, build_options)
+    partitioner_options, build = _split_options(options, build_options)
+    if _in_memory and build.named_data == "ptd":
+        raise OptionError(
+            "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
+            "(or named_data='pte' for one program in memory)"
+        )
+    partitioner = _partitioner(partitioner_options, build)
     with steps.reporting(progress):
         with steps.step("program", "export"):
             program = export(model, example_inputs, dynamic_shapes)
@@ -143,10 +134,13 @@ def _forget_lowered_modules() -> None:
 
 def make_partitioner(options: Mapping[str, Any], build_options: BuildOptions | None = None):
     """The ``TensorRTPartitioner`` :func:`lower` uses for these options (checked here, see ``_split_options``)."""
+    return _partitioner(*_split_options(options, build_options))
+
+
+def _partitioner(partitioner_options: Mapping[str, Any], build: BuildOptions):
     from .backend import EtTensorRTBackend  # noqa: F401  (ExecuTorch finds preprocess by class name)
     from .partition import TensorRTPartitioner
 
-    partitioner_options, build = _split_options(options, build_options)
     return TensorRTPartitioner(**partitioner_options, compile_specs=build.to_specs())
 
 
