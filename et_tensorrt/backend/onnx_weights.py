@@ -252,7 +252,7 @@ def _for_onnxruntime(export: OnnxExport, small: set[str]) -> bytes:
     import onnx
 
     protos = {i.name: i for i in export.model.graph.initializer}
-    model = checkable(export.model) if any(is_external(i) for i in export.model.graph.initializer) else export.model
+    model = checkable(export.model)  # the graph itself when nothing is external
     if small:
         # type and dims from the graph's own reference (a packed INT4 tensor's bytes are not its logical shape)
         model.graph.initializer.extend(
