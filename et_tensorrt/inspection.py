@@ -193,26 +193,30 @@ def _blob_version(data: bytes) -> int | None:
     return None
 
 
-def _deserialize(data: bytes, source: str):
-    """ExecuTorch's Python flatbuffer reader (no runtime): the Program, delegate segments inline."""
+def _deserialize_pte(data: bytes, source: str):
+    """ExecuTorch's Python flatbuffer reader (no runtime): the whole file (``PTEFile``: its Program, delegate
+    segments inline, and its named data), or NotAProgramError naming ``source``."""
     try:
         from executorch.exir._serialize._program import deserialize_pte_binary
 
-        return deserialize_pte_binary(bytes(data)).program
+        return deserialize_pte_binary(bytes(data))
     except Exception as e:  # a corrupt flatbuffer raises anything from struct.error to IndexError
         raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
 
 
-def named_data(pte: bytes, data_path: str | os.PathLike | None = None) -> dict[str, bytes | memoryview]:
-    """The named data a program keeps (key -> its bytes): inside its ``.pte`` (``named_data="pte"``) and, given
-    ``data_path``, in its ``.ptd`` (``named_data="ptd"``; read-only views of the mapped file, never read whole)."""
-    check_header(pte)
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
+def _deserialize(data: bytes, source: str):
+    """The Program of :func:`_deserialize_pte`."""
+    return _deserialize_pte(data, source).program
 
-        store = deserialize_pte_binary(bytes(pte)).named_data
-    except Exception as e:  # noqa: BLE001 - as _deserialize
-        raise NotAProgramError(f"input could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
+
+def named_data(pte, data_path: str | os.PathLike | None = None) -> dict[str, bytes | memoryview]:
+    """The named data a program keeps (key -> its bytes): inside its ``.pte`` (``named_data="pte"``) and, given
+    ``data_path``, in its ``.ptd`` (``named_data="ptd"``; read-only views of the mapped file, never read whole).
+    ``pte``: the program's bytes, or the file :func:`_deserialize_pte` already read (not parsed again)."""
+    if isinstance(pte, (bytes, bytearray, memoryview)):
+        check_header(pte)
+        pte = _deserialize_pte(pte, "input")
+    store = pte.named_data
     out = {} if store is None else {key: bytes(store.buffers[e.buffer_index]) for key, e in store.pte_data.items()}
     if data_path is not None:
         out.update(_ptd_data(data_path))
