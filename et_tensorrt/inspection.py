@@ -260,8 +260,14 @@ def delegate_blobs(pte: bytes, backend_id: str | None = None) -> list[bytes]:
     delegate order: the one way to find blobs in a ``.pte`` (no magic-byte scans)."""
     check_header(pte)
     program = _deserialize(pte, "input")
+    return [_delegate_bytes(program, d) for _, d in _delegates_of(program, backend_id)]
+
+
+def _delegates_of(program, backend_id: str | None = None) -> list[tuple[str, object]]:
+    """(method, delegate reference) of each delegate of ``backend_id`` (default: ours) in a deserialized Program,
+    in method and delegate order."""
     wanted = backend_id or _backend_id()
-    return [_delegate_bytes(program, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
+    return [(plan.name, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
 
 
 def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:

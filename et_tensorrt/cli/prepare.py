@@ -16,20 +16,11 @@ from .cache import size_text
 from .common import EXIT_ERROR, EXIT_OK, CliError
 
 
-def _blobs_by_method(data: bytes) -> list[tuple[str, object]]:
-    """(method, delegate reference) of each of our delegates, in method and delegate order."""
-    from ..inspection import _backend_id, _deserialize
+def _write(path: str, pte, replaced: dict[int, bytes]) -> None:
+    """The program (``pte``, the file as deserialized; changed here) with the delegate payloads at ``replaced``
+    (backend_delegate_data index -> bytes) swapped in."""
+    from executorch.exir._serialize._program import serialize_pte_binary
 
-    program = _deserialize(data, "input")
-    wanted = _backend_id()
-    return [(plan.name, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
-
-
-def _write(path: str, data: bytes, replaced: dict[int, bytes]) -> None:
-    """The program with the delegate payloads at ``replaced`` (backend_delegate_data index -> bytes) swapped in."""
-    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
-
-    pte = deserialize_pte_binary(bytes(data))
     for index, payload in replaced.items():
         pte.program.backend_delegate_data[index].data = payload
     with open(path, "wb") as f:
@@ -72,13 +63,14 @@ def _engine_bytes(blob) -> int:
 
 def cmd_prepare(args) -> int:
     from ..blob import read_blob
-    from ..inspection import _delegate_bytes, _deserialize, named_data, read_file
+    from ..inspection import _delegate_bytes, _delegates_of, _deserialize_pte, named_data, read_file
     from ..runtime import device_build
 
     data = read_file(args.pte)
     gpu = _gpu(args.device)
-    program = _deserialize(data, args.pte)
-    delegates = _blobs_by_method(data)
+    pte = _deserialize_pte(data, args.pte)  # read once: the delegates, the named data, and the -o copy
+    del data
+    delegates = _delegates_of(pte.program)
     if not delegates:
         raise CliError(f"{args.pte} has no et_tensorrt delegate: nothing to prepare")
     named = None  # the program's named data, read once a blob needs it
@@ -86,14 +78,14 @@ def cmd_prepare(args) -> int:
     replaced, failed = {}, 0
     for i, (method, delegate) in enumerate(delegates, 1):
         label = f"engine {i}/{len(delegates)} ({method})"
-        payload = _delegate_bytes(program, delegate)
+        payload = _delegate_bytes(pte.program, delegate)
         blob = read_blob(payload, copy=False)
         why = device_build.aot_fit(blob, gpu)
         if not why:
             print(f"  {label}: its own engine runs here ({size_text(_engine_bytes(blob))}); nothing to build")
             continue
         if blob.named:
-            named = named if named is not None else named_data(data, args.data)
+            named = named if named is not None else named_data(pte, args.data)
             blob = _with_named_weights(blob, named, args.pte, args.data)
         with device_build.policy("auto"):
             made = device_build.engine_for(blob, gpu, why, label)
@@ -105,7 +97,7 @@ def cmd_prepare(args) -> int:
         if args.output:
             replaced[delegate.processed.index] = device_build.prepared_blob(payload, made)
     if args.output:
-        _write(args.output, data, replaced)
+        _write(args.output, pte, replaced)
         print(f"wrote {args.output}: {len(replaced)} blob(s) now carry the engine for {gpu.sm}")
         if args.data:
             print(f"  its weights stay in {args.data}: run it with --data {args.data}")
