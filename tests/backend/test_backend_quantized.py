@@ -159,11 +159,12 @@ def test_strict_quantization_refuses_before_any_work():
 
 
 def test_asymmetric_weights_are_refused_naming_the_op():
-    from torchao.quantization import IntxWeightOnlyConfig, MappingType, quantize_
+    from torchao.quantization import IntxWeightOnlyConfig, MappingType
     from torchao.quantization.granularity import PerGroup
 
     model, inputs = _model("int4_weight_only")
-    quantize_(model, IntxWeightOnlyConfig(torch.int4, PerGroup(32), mapping_type=MappingType.ASYMMETRIC))
+    config = IntxWeightOnlyConfig(torch.int4, PerGroup(32), mapping_type=MappingType.ASYMMETRIC)
+    model = qm.quantize_torchao_with(model, config)
     before = stages.job.stats["partitions"]
     with pytest.raises(QuantizationError, match=r"(?s)torchao\.dequantize_affine.*zero point is not 0.*symmetric"):
         _lower_counting(model, inputs)
@@ -187,17 +188,11 @@ def test_a_quantize_op_left_on_the_host_is_an_error_not_missing_out_variants():
 @pytest.fixture(scope="module")
 def fp8_model():
     from executorch.exir import EdgeCompileConfig
-    from torchao.quantization.pt2e import allow_exported_model_train_eval
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from et_tensorrt.quantization import TensorRTQuantizer, get_fp8_config
 
     model, inputs = _model("pt2e_tensorrt")
-    with torch.no_grad():
-        prepared = prepare_pt2e(torch.export.export(model, inputs).module(), TensorRTQuantizer(get_fp8_config()))
-        prepared(*inputs)
-        converted = convert_pt2e(prepared)
-    allow_exported_model_train_eval(converted)
+    converted = qm.quantize_pt2e_with(model, inputs, TensorRTQuantizer(get_fp8_config()))
     # ExecuTorch 1.5.1's edge verifier refuses FP8 Q/DQ ops (its dtype constraints): skip its IR check
     return converted, inputs, EdgeCompileConfig(_check_ir_validity=False)
 

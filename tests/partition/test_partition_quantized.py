@@ -110,17 +110,11 @@ def test_pt2e_dynamic_quantization_goes_with_the_linear():
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     torch.manual_seed(0)
     inputs = (torch.randn(4, 128),)
     config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
-    with torch.no_grad():
-        prepared = prepare_pt2e(
-            torch.export.export(qm.Mlp().eval(), inputs).module(), XNNPACKQuantizer().set_global(config)
-        )
-        prepared(*inputs)
-        converted = convert_pt2e(prepared)
+    converted = qm.quantize_pt2e_with(qm.Mlp(), inputs, XNNPACKQuantizer().set_global(config))
     report = et_tensorrt.explain(torch.export.export(converted, inputs), min_block_size=1)
     assert sum(d.op == "quantized_decomposed.choose_qparams.tensor" for d in report.nodes) == 2
     assert len(report.partitions) == 1 and not report.host_nodes, str(report)
