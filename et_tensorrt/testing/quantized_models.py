@@ -144,3 +144,19 @@ def reference(case: str, quantized: torch.nn.Module) -> torch.nn.Module:
     """What an engine of this case computes in eager PyTorch: the quantized model itself, or for 8da4w its
     weight-only reading."""
     return weight_only_reading(quantized) if case == "8da4w" else quantized
+
+
+def refused_before_any_work(model: torch.nn.Module, inputs: tuple, match: str | None = None, **options):
+    """Lower ``model`` (``min_block_size=1`` unless ``options`` say otherwise), expecting a
+    :class:`~et_tensorrt.QuantizationError` (its message matching ``match``) raised before any partition was
+    preprocessed; returns pytest's ``ExceptionInfo``."""
+    import pytest
+
+    import et_tensorrt
+    from et_tensorrt.backend import stages
+
+    before = stages.job.stats["partitions"]
+    with pytest.raises(et_tensorrt.QuantizationError, match=match) as info:
+        et_tensorrt.lower(model, inputs, **{"min_block_size": 1, **options})
+    assert stages.job.stats["partitions"] == before, "a partition was preprocessed before the refusal"
+    return info

@@ -19,7 +19,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import QuantizationError, QuantizationWarning
 from et_tensorrt import blob as B
-from et_tensorrt.backend import onnx_weights, stages
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.stages.job import record_exports
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
@@ -144,18 +144,14 @@ def test_inspect_shows_the_precision(lowered):
 # ------------------------------------------------------------------------------- refusals, before any work
 
 
-def _lower_counting(model, inputs, **options) -> int:
-    before = stages.job.stats["partitions"]
-    et_tensorrt.lower(model, inputs, min_block_size=1, **options)
-    return stages.job.stats["partitions"] - before
-
-
 def test_strict_quantization_refuses_before_any_work():
     model, inputs = _model("8da4w")
-    before = stages.job.stats["partitions"]
-    with pytest.raises(QuantizationError, match=r"(?s)dynamic quantization.*strict_quantization=True refuses"):
-        _lower_counting(qm.quantize_torchao(model, "8da4w"), inputs, strict_quantization=True)
-    assert stages.job.stats["partitions"] == before  # no preprocess ran
+    qm.refused_before_any_work(
+        qm.quantize_torchao(model, "8da4w"),
+        inputs,
+        r"(?s)dynamic quantization.*strict_quantization=True refuses",
+        strict_quantization=True,
+    )
 
 
 def test_asymmetric_weights_are_refused_naming_the_op():
@@ -165,17 +161,13 @@ def test_asymmetric_weights_are_refused_naming_the_op():
     model, inputs = _model("int4_weight_only")
     config = IntxWeightOnlyConfig(torch.int4, PerGroup(32), mapping_type=MappingType.ASYMMETRIC)
     model = qm.quantize_torchao_with(model, config)
-    before = stages.job.stats["partitions"]
-    with pytest.raises(QuantizationError, match=r"(?s)torchao\.dequantize_affine.*zero point is not 0.*symmetric"):
-        _lower_counting(model, inputs)
-    assert stages.job.stats["partitions"] == before
+    qm.refused_before_any_work(model, inputs, r"(?s)torchao\.dequantize_affine.*zero point is not 0.*symmetric")
 
 
 def test_a_quantize_op_left_on_the_host_is_an_error_not_missing_out_variants():
     model, inputs = _model("int8_weight_only")
     quantized = qm.quantize_torchao(model, "int8_weight_only")
-    with pytest.raises(QuantizationError) as info:
-        _lower_counting(quantized, inputs, torch_executed_ops=["aten.addmm.default"])
+    info = qm.refused_before_any_work(quantized, inputs, torch_executed_ops=["aten.addmm.default"])
     message = str(info.value)
     assert "nothing was built" in message and "torchao.dequantize_affine.default" in message, message
     assert "where ExecuTorch has no kernel for it" in message and "stays on the host" in message, message
@@ -260,5 +252,5 @@ def test_int4_weights_lower_as_named_data_the_recipe_rebuilds_them_packed(monkey
 
 def test_int4_weights_refuse_the_refit_mode_before_any_work():
     model, inputs = _model("int4_weight_only")
-    with pytest.raises(QuantizationError, match=r"weights='refit' cannot refit INT4"):
-        _lower_counting(qm.quantize_torchao(model, "int4_weight_only"), inputs, weights="refit")
+    quantized = qm.quantize_torchao(model, "int4_weight_only")
+    qm.refused_before_any_work(quantized, inputs, r"weights='refit' cannot refit INT4", weights="refit")
