@@ -453,10 +453,9 @@ def format_delegate(d: DelegateInfo) -> list:
     if recipe is not None and not recipe.usable:
         lines.append(f"  build recipe: layout version {recipe.version}, newer than this et_tensorrt reads")
     elif recipe is not None:
-        raw = sum(s.nbytes for e in recipe.entries for s in e.steps if s.op == 2)  # refit_map.RAW
         lines.append(
             f"  build recipe: graph {_kib(len(recipe.graph))}, {len(recipe.entries)} initializer(s) from WEIGHTS, "
-            f"{_kib(raw)} raw (builds the engine for other GPUs)"
+            f"{_kib(recipe.raw_bytes)} raw (builds the engine for other GPUs)"
         )
     quantization = quantization_text(meta)
     if quantization:

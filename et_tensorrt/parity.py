@@ -56,6 +56,12 @@ ASSERT_CLOSE_FP32 = Tolerances(rtol=1.3e-6, atol=1e-5)
 QUANTIZED_SHARE = 0.02
 
 
+def error_share(got: torch.Tensor, want: torch.Tensor) -> float:
+    """The largest difference of ``got`` from ``want`` as a share of ``want``'s largest magnitude (what
+    ``QUANTIZED_SHARE`` bounds)."""
+    return float((got - want).abs().max()) / max(float(want.abs().max()), 1e-12)
+
+
 def for_quantized(precision: str, expected) -> Tolerances:
     """``for_precision``'s tolerances, with an absolute tolerance of ``QUANTIZED_SHARE`` of the largest
     magnitude among the ``expected`` outputs."""

@@ -67,6 +67,16 @@ class Recipe:
         return self.error
 
     @property
+    def nbytes(self) -> int:
+        """The recipe's size: its header as stored, graph and map."""
+        return len(self.header_bytes) + len(self.graph) + len(self.map)
+
+    @property
+    def raw_bytes(self) -> int:
+        """The weight bytes the map stores itself (its RAW steps), rather than rebuilding them from WEIGHTS."""
+        return sum(s.nbytes for e in self.entries for s in e.steps if s.op == refit_map.RAW)
+
+    @property
     def aot_engine(self) -> dict | None:
         """The ahead-of-time engine the blob carries: flavour, version, targets, gpu (None: it has none)."""
         return self.header.get("engine")

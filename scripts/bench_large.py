@@ -42,8 +42,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 GiB = 2**30
-STACKS = {"stack-0.5": 2, "stack-1": 4, "stack-2.25": 9, "stack-4": 16}
+STACKS = {"stack-0.5": 2, "stack-1": 4, "stack-2.25": 9, "stack-4": 16}  # case: layers
+STACK_WIDTH = 8192
+STACK_LAYER_BYTES = STACK_WIDTH * STACK_WIDTH * 4  # one fp32 Linear(8192, 8192, bias=False): 0.25 GiB
 CASES = (*STACKS, "llama-1b")
+# Each case's weights, for its expected peak (llama-1b: its 0.97 B fp16 parameters)
+WEIGHT_BYTES = {**{case: layers * STACK_LAYER_BYTES for case, layers in STACKS.items()}, "llama-1b": 1.9 * GiB}
 BACKENDS = ("et_tensorrt", "xnnpack")
 # Expected peak / weight bytes, to skip a case that cannot fit (measured; plus the interpreter's ~1 GiB)
 EXPECTED = {"et_tensorrt": 2.5, "et_tensorrt-baseline": 7.5, "xnnpack": 4.5}
@@ -51,18 +55,10 @@ LLAMA = dict(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, hidden_dim=8192, m
 TOKENS = [3, 5, 7, 11, 13, 2]
 
 
-def _proc(path: str, key: str) -> int:
-    """A ``kB`` value of /proc/self/status or /proc/meminfo, in bytes."""
-    with open(path) as f:
-        return next((int(line.split()[1]) * 1024 for line in f if line.startswith(key)), 0)
-
-
-def _rss() -> int:
-    return _proc("/proc/self/status", "VmRSS:")
-
-
 def _available() -> int:
-    return _proc("/proc/meminfo", "MemAvailable:")
+    """``MemAvailable`` of /proc/meminfo, in bytes."""
+    with open("/proc/meminfo") as f:
+        return next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), 0)
 
 
 # ------------------------------------------------------------------------------------------------ models
@@ -75,11 +71,11 @@ class Stack:
         torch.manual_seed(0)
         with torch.no_grad():
             self.model = (
-                torch.nn.Sequential(*[torch.nn.Linear(8192, 8192, bias=False) for _ in range(layers)])
+                torch.nn.Sequential(*[torch.nn.Linear(STACK_WIDTH, STACK_WIDTH, bias=False) for _ in range(layers)])
                 .eval()
                 .requires_grad_(False)
             )
-        self.inputs = (torch.randn(1, 8192, generator=torch.Generator().manual_seed(1)),)
+        self.inputs = (torch.randn(1, STACK_WIDTH, generator=torch.Generator().manual_seed(1)),)
         self.options = {"min_block_size": 1}
         self.constant_methods = None
 
@@ -150,6 +146,7 @@ def lower_child(
     import torch
 
     import et_tensorrt
+    from et_tensorrt.progress import rss_bytes
 
     built = _build(case, folder)
     if validate:
@@ -160,9 +157,10 @@ def lower_child(
     label = backend + (" (before)" if baseline else "") + (" +validate" if validate else "")
     label += " -device_build" if "device_build" in built.options else ""
     row = {"case": case, "backend": label, "weight_bytes": _weight_bytes(model)}
-    row["model_rss"] = _rss()
+    row["model_rss"] = rss_bytes()
     pte = os.path.join(folder, f"{case}-{backend}.pte")
     exported = built.export() if isinstance(built, Llama) else None
+    args = (exported, ()) if exported is not None else (model, built.inputs)  # et_tensorrt's (program, inputs)
     start = time.perf_counter()
     if backend == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -178,13 +176,7 @@ def lower_child(
             manager.write_to_file(f)
         row["ptd_bytes"] = 0
     elif baseline:
-        data = et_tensorrt.lower(
-            exported if exported is not None else model,
-            () if exported is not None else built.inputs,
-            cache=False,
-            constant_methods=built.constant_methods,
-            **built.options,
-        )
+        data = et_tensorrt.lower(*args, cache=False, constant_methods=built.constant_methods, **built.options)
         with open(pte, "wb") as f:
             f.write(data)
         del data
@@ -195,8 +187,7 @@ def lower_child(
         progress = Progress(show="log", measure_memory=True)
         saved = et_tensorrt.save(
             pte,
-            exported if exported is not None else model,
-            () if exported is not None else built.inputs,
+            *args,
             cache=False,
             named_data="ptd",
             constant_methods=built.constant_methods,
@@ -228,6 +219,7 @@ def _eager(model, inputs):
 
 def verify_child(case: str, backend: str, folder: str) -> dict:
     import et_tensorrt
+    from et_tensorrt.progress import rss_bytes
 
     pte = os.path.join(folder, f"{case}-{backend}.pte")
     ptd = os.path.splitext(pte)[0] + ".ptd"
@@ -238,17 +230,17 @@ def verify_child(case: str, backend: str, folder: str) -> dict:
     expected = _eager(built.model, built.inputs)
     del built.model
     gc.collect()
-    before = _rss()
+    before = rss_bytes()
     start = time.perf_counter()
     if backend == "xnnpack":
         from executorch.runtime import Runtime
 
         method = Runtime.get().load_program(pte).load_method("forward")
-        row["load_rss_delta"] = _rss() - before
+        row["load_rss_delta"] = rss_bytes() - before
         got = method.execute(list(built.inputs))[0]
     else:
         runner = et_tensorrt.Runner(pte, data_path=ptd if os.path.exists(ptd) else None)
-        row["load_rss_delta"] = _rss() - before
+        row["load_rss_delta"] = rss_bytes() - before
         got = runner.run(list(built.inputs))[0]
         row["executor"] = runner.last_plans[0].executor if runner.last_plans else ""
     row["run_seconds"] = time.perf_counter() - start
@@ -322,9 +314,8 @@ def _child(
 
 
 def _expected_peak(case: str, backend: str, baseline: bool, factor: float | None = None) -> float:
-    weights = {"stack-0.5": 0.5, "stack-1": 1.0, "stack-2.25": 2.25, "stack-4": 4.0, "llama-1b": 1.9}[case] * GiB
     factor = factor or EXPECTED["et_tensorrt-baseline" if baseline and backend == "et_tensorrt" else backend]
-    return weights * factor + GiB
+    return WEIGHT_BYTES[case] * factor + GiB
 
 
 def main() -> int:

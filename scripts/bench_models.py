@@ -422,8 +422,8 @@ def run_ours(row: Row, zoo: Zoo, ep, options: dict) -> Result:
     ours = [d for d in inspect_bytes(pte).method("forward").delegates if d.ours]
     res.engine_mb = sum(len(d.blob.engine or b"") for d in ours) / 2**20
     recipes = [d.blob.recipe for d in ours if d.blob.recipe is not None]
-    res.recipe_mb = sum(len(r.header_bytes) + len(r.graph) + len(r.map) for r in recipes) / 2**20
-    res.recipe_raw_mb = sum(st.nbytes for r in recipes for e in r.entries for st in e.steps if st.op == 2) / 2**20
+    res.recipe_mb = sum(r.nbytes for r in recipes) / 2**20
+    res.recipe_raw_mb = sum(r.raw_bytes for r in recipes) / 2**20
     res.onnx_s = sum(float(d.blob.metadata.get("onnx_seconds", 0.0)) for d in ours)
     res.build_s = sum(float(d.blob.metadata.get("build_seconds", 0.0)) for d in ours)
     errors = [e for d in ours for e in (d.blob.metadata.get("validation_max_abs_error") or {}).values()]

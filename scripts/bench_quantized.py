@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import et_tensorrt  # noqa: E402
 from et_tensorrt.inspection import inspect_bytes  # noqa: E402
+from et_tensorrt.parity import error_share  # noqa: E402
 from et_tensorrt.testing import decoders  # noqa: E402
 from et_tensorrt.testing import quantized_models as qm  # noqa: E402
 
@@ -80,15 +81,6 @@ class Row:
     notes: list = field(default_factory=list)
 
 
-def _share(got: torch.Tensor, want: torch.Tensor) -> float:
-    return float((got - want).abs().max()) / max(float(want.abs().max()), 1e-12)
-
-
-def _quant_nodes_on_host(pte: bytes) -> int:
-    ops = inspect_bytes(pte).method("forward").operators
-    return sum(1 for op in ops if "quantize" in op or "choose_qparams" in op)
-
-
 def _models(case: str):
     torch.manual_seed(0)
     if case.startswith(RESNET):  # torchvision's code, random init; its C++ ops cannot load beside CPU torch
@@ -113,52 +105,46 @@ def _xnnpack_lower(program):
     return to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
 
 
-def _delegates(pte: bytes) -> int:
-    return len(inspect_bytes(pte).method("forward").delegates)
-
-
-def ours(case: str, model, quantized, inputs, reference, fp32_mb: float) -> Row:
-    row = Row(case, "et_tensorrt", _weight_mb(model), fp32_pte_mb=fp32_mb)
-    program = torch.export.export(quantized, inputs)
+def _measure(row: Row, lower) -> bytes:
+    """Times ``lower()`` (the .pte's bytes) and fills the row's size, ratio over its fp32 .pte, partitions and
+    quantization nodes left for host kernels from it."""
     t0 = time.perf_counter()
-    engine_only = et_tensorrt.lower(program, weights="engine-only", cache=False)
+    pte = lower()
     row.lower_s = time.perf_counter() - t0
-    row.pte_mb = len(engine_only) / 1e6
-    row.ratio = row.pte_mb / fp32_mb
-    row.partitions = _delegates(engine_only)
-    row.quant_on_host = _quant_nodes_on_host(engine_only)
+    row.pte_mb = len(pte) / 1e6
+    row.ratio = row.pte_mb / row.fp32_pte_mb
+    forward = inspect_bytes(pte).method("forward")
+    row.partitions = len(forward.delegates)
+    row.quant_on_host = sum(1 for op in forward.operators if "quantize" in op or "choose_qparams" in op)
+    return pte
+
+
+def _compare(row: Row, out: torch.Tensor, quantized, reference, inputs) -> None:
+    """The row's errors of ``out`` against the quantized eager model and, where it differs, the reading."""
+    with torch.no_grad():
+        row.vs_eager = error_share(out, quantized(*inputs))
+        if reference is not quantized:
+            row.vs_reading = error_share(out, reference(*inputs))
+
+
+def ours(row: Row, program, quantized, inputs, reference) -> Row:
+    _measure(row, lambda: et_tensorrt.lower(program, weights="engine-only", cache=False))
     both = et_tensorrt.lower(program, weights="both", validate=True)
     (delegate,) = inspect_bytes(both).method("forward").delegates
     row.onnx_error = max(delegate.blob.metadata.get("validation_max_abs_error", {}).values(), default=None)
-    out = et_tensorrt.Runner(both).run(list(inputs))[0]
-    with torch.no_grad():
-        row.vs_eager = _share(out, quantized(*inputs))
-        if reference is not quantized:
-            row.vs_reading = _share(out, reference(*inputs))
+    _compare(row, et_tensorrt.Runner(both).run(list(inputs))[0], quantized, reference, inputs)
     return row
 
 
-def xnnpack(case: str, model, quantized, inputs, reference, fp32_mb: float) -> Row:
+def xnnpack(row: Row, program, quantized, inputs, reference) -> Row:
     from et_tensorrt.testing import run_executorch
 
-    row = Row(case, "xnnpack", _weight_mb(model), fp32_pte_mb=fp32_mb)
-    program = torch.export.export(quantized, inputs)
-    t0 = time.perf_counter()
     try:
-        pte = _xnnpack_lower(program)
+        pte = _measure(row, lambda: _xnnpack_lower(program))
     except Exception as e:  # noqa: BLE001
         row.notes.append(f"{type(e).__name__}: {str(e)[:200]}")
         return row
-    row.lower_s = time.perf_counter() - t0
-    row.pte_mb = len(pte) / 1e6
-    row.ratio = row.pte_mb / fp32_mb
-    row.partitions = _delegates(pte)
-    row.quant_on_host = _quant_nodes_on_host(pte)
-    out = run_executorch(pte, inputs)[0]
-    with torch.no_grad():
-        row.vs_eager = _share(out, quantized(*inputs))
-        if reference is not quantized:
-            row.vs_reading = _share(out, reference(*inputs))
+    _compare(row, run_executorch(pte, inputs)[0], quantized, reference, inputs)
     return row
 
 
@@ -172,9 +158,11 @@ def model_case(case: str) -> list[Row]:
     fp32_xnnpack = len(_xnnpack_lower(fp32_program)) / 1e6
     quantized = qm.quantize(case.removeprefix(RESNET), model, inputs)
     reference = qm.reference(case.removeprefix(RESNET), quantized)
+    program = torch.export.export(quantized, inputs)  # both backends lower this one program
+    weights_mb = _weight_mb(model)
     return [
-        ours(case, model, quantized, inputs, reference, fp32_ours),
-        xnnpack(case, model, quantized, inputs, reference, fp32_xnnpack),
+        ours(Row(case, "et_tensorrt", weights_mb, fp32_pte_mb=fp32_ours), program, quantized, inputs, reference),
+        xnnpack(Row(case, "xnnpack", weights_mb, fp32_pte_mb=fp32_xnnpack), program, quantized, inputs, reference),
     ]
 
 
@@ -185,17 +173,13 @@ def _decode(decoder, pte) -> tuple[float, float]:
 
 def llama_case() -> list[Row]:
     float_decoder = decoders.executorch_llama()
-    weights_mb = sum(p.numel() * p.element_size() for p in float_decoder.eager.parameters()) / 1e6
+    weights_mb = _weight_mb(float_decoder.eager)
     fp32_ours = len(et_tensorrt.lower(float_decoder.program, weights="engine-only")) / 1e6
     fp32_xnnpack = len(_xnnpack_lower(float_decoder.program)) / 1e6
     rows = []
     decoder = decoders.executorch_llama(quantize="8da4w")  # eager: the weight-only reading
     row = Row("llama_8da4w", "et_tensorrt", weights_mb, fp32_pte_mb=fp32_ours)
-    t0 = time.perf_counter()
-    engine_only = et_tensorrt.lower(decoder.program, weights="engine-only", cache=False)
-    row.lower_s = time.perf_counter() - t0
-    row.pte_mb, row.partitions = len(engine_only) / 1e6, _delegates(engine_only)
-    row.ratio, row.quant_on_host = row.pte_mb / fp32_ours, _quant_nodes_on_host(engine_only)
+    _measure(row, lambda: et_tensorrt.lower(decoder.program, weights="engine-only", cache=False))
     both = et_tensorrt.lower(decoder.program, weights="both")
     error, state_bytes = _decode(decoder, both)
     row.vs_reading = error  # absolute: logits of a random-weight model
@@ -206,11 +190,7 @@ def llama_case() -> list[Row]:
 
     xdecoder = decoders.executorch_llama(quantize="8da4w")
     xrow = Row("llama_8da4w", "xnnpack", weights_mb, fp32_pte_mb=fp32_xnnpack)
-    t0 = time.perf_counter()
-    pte = _xnnpack_lower(xdecoder.program)
-    xrow.lower_s = time.perf_counter() - t0
-    xrow.pte_mb, xrow.partitions = len(pte) / 1e6, _delegates(pte)
-    xrow.ratio, xrow.quant_on_host = xrow.pte_mb / fp32_xnnpack, _quant_nodes_on_host(pte)
+    pte = _measure(xrow, lambda: _xnnpack_lower(xdecoder.program))
     xrow.vs_reading, _ = _decode(xdecoder, pte)
     xrow.notes.append("vs the weight-only reading: XNNPACK quantizes activations dynamically")
     rows.append(xrow)

@@ -33,7 +33,6 @@ from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
 from .supported_ops import (
     NON_COMPUTE_OPS,
-    QUANTIZATION_OPS,
     SUPPORTED_OPS,
     VIEW_OPS,
     dtype_refusal,
@@ -166,9 +165,9 @@ class TensorRTPartitioner(Partitioner):
         if name == "operator.getitem" and node.args[0].name in refused:
             return Reason(ReasonCode.PRODUCER_REFUSED, f"{node.args[0].name} stays on host")
         # A quantization node's dtypes (FP8, int4 in int8, choose_qparams' float64 scales, read by getitem) are its
-        # verdict's to judge.
+        # verdict's to judge (qdq.verdicts judges every quantization node).
         judged = node.args[0].name if name == "operator.getitem" else node.name
-        if name in QUANTIZATION_OPS or judged in verdicts:
+        if judged in verdicts:
             verdict = verdicts[judged]
             if verdict.action == qdq.REFUSE:
                 return Reason(ReasonCode.UNSUPPORTED_QUANTIZATION, f"{verdict.what}: {verdict.why}")

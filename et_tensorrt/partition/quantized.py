@@ -72,6 +72,7 @@ def check(
     host = report.host_nodes
     delegated = report.delegated
     problems = list(value_problems)
+    reads = {n: qdq.read(graph_nodes[n]) for n in verdicts}
     for name, verdict in verdicts.items():
         node = graph_nodes[name]
         op = op_name(node.target)
@@ -86,12 +87,11 @@ def check(
             continue
         # A quantize's dequantize (and a choose_qparams' readers) must be in its engine; a DQ's float result may leave.
         split = [u.name for u in node.users if delegated.get(u.name) != delegated[name]]
-        if split and qdq.read(node).kind != qdq.DEQUANTIZE:
+        if split and reads[name].kind != qdq.DEQUANTIZE:
             problems.append(
                 f"{name} ({op}) and {', '.join(split)} fall into different partitions; a quantize and its "
                 "dequantize must be in one engine: lower with a smaller min_block_size or keep fewer ops on the host"
             )
-    reads = {n: qdq.read(graph_nodes[n]) for n in verdicts}
     dropped = [n for n, v in verdicts.items() if v.action == qdq.DROP and reads[n].kind == qdq.DEQUANTIZE]
     if build.strict_quantization:
         for name in dropped:

@@ -73,11 +73,17 @@ def torchao_config(case: str):
 
 
 def quantize_torchao(model: torch.nn.Module, case: str) -> torch.nn.Module:
-    """A quantized copy of ``model`` (torchao's ``quantize_``, as ExecuTorch's LLM export does it)."""
+    """A quantized copy of ``model`` as the torchao case quantizes it."""
+    return quantize_torchao_with(model, torchao_config(case))
+
+
+def quantize_torchao_with(model: torch.nn.Module, config) -> torch.nn.Module:
+    """A copy of ``model`` quantized with the torchao ``config`` (torchao's ``quantize_``, as ExecuTorch's LLM
+    export does it)."""
     from torchao.quantization import quantize_
 
     model = copy.deepcopy(model).eval().requires_grad_(False)
-    quantize_(model, torchao_config(case))
+    quantize_(model, config)
     return model
 
 
@@ -92,25 +98,33 @@ def weight_only_reading(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def quantize_pt2e(model: torch.nn.Module, inputs: tuple, case: str) -> torch.nn.Module:
-    """PT2E: export, ``prepare_pt2e`` with the case's quantizer, calibrate on ``inputs``, ``convert_pt2e``. The
-    result (a GraphModule of Q/DQ ops) is the quantized eager model; export it to lower it."""
-    from torchao.quantization.pt2e import allow_exported_model_train_eval
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
+def pt2e_quantizer(case: str):
+    """The PT2E case's quantizer."""
     if case == "pt2e_xnnpack":
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
             XNNPACKQuantizer,
             get_symmetric_quantization_config,
         )
 
-        quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
-    elif case == "pt2e_tensorrt":
+        return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    if case == "pt2e_tensorrt":
         from et_tensorrt.quantization import TensorRTQuantizer
 
-        quantizer = TensorRTQuantizer()
-    else:
-        raise ValueError(f"unknown PT2E case {case!r}; expected one of {PT2E_CASES}")
+        return TensorRTQuantizer()
+    raise ValueError(f"unknown PT2E case {case!r}; expected one of {PT2E_CASES}")
+
+
+def quantize_pt2e(model: torch.nn.Module, inputs: tuple, case: str) -> torch.nn.Module:
+    """The PT2E case's quantized model (:func:`quantize_pt2e_with` the case's quantizer)."""
+    return quantize_pt2e_with(model, inputs, pt2e_quantizer(case))
+
+
+def quantize_pt2e_with(model: torch.nn.Module, inputs: tuple, quantizer) -> torch.nn.Module:
+    """PT2E: export, ``prepare_pt2e`` with ``quantizer``, calibrate on ``inputs``, ``convert_pt2e``. The result (a
+    GraphModule of Q/DQ ops) is the quantized eager model; export it to lower it."""
+    from torchao.quantization.pt2e import allow_exported_model_train_eval
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
     with torch.no_grad():
         prepared = prepare_pt2e(torch.export.export(model.eval(), inputs).module(), quantizer)
         prepared(*inputs)
@@ -130,3 +144,19 @@ def reference(case: str, quantized: torch.nn.Module) -> torch.nn.Module:
     """What an engine of this case computes in eager PyTorch: the quantized model itself, or for 8da4w its
     weight-only reading."""
     return weight_only_reading(quantized) if case == "8da4w" else quantized
+
+
+def refused_before_any_work(model: torch.nn.Module, inputs: tuple, match: str | None = None, **options):
+    """Lower ``model`` (``min_block_size=1`` unless ``options`` say otherwise), expecting a
+    :class:`~et_tensorrt.QuantizationError` (its message matching ``match``) raised before any partition was
+    preprocessed; returns pytest's ``ExceptionInfo``."""
+    import pytest
+
+    import et_tensorrt
+    from et_tensorrt.backend import stages
+
+    before = stages.job.stats["partitions"]
+    with pytest.raises(et_tensorrt.QuantizationError, match=match) as info:
+        et_tensorrt.lower(model, inputs, **{"min_block_size": 1, **options})
+    assert stages.job.stats["partitions"] == before, "a partition was preprocessed before the refusal"
+    return info

@@ -41,7 +41,7 @@ from executorch.exir.backend.partitioner import Partitioner
 import et_tensorrt  # registers EtTensorRTBackend with ExecuTorch's runtime
 from et_tensorrt import lowering
 from et_tensorrt.inspection import delegate_blobs
-from et_tensorrt.parity import EXACT, QUANTIZED_SHARE, SAME_MATH, Tolerances, compare
+from et_tensorrt.parity import EXACT, QUANTIZED_SHARE, SAME_MATH, Tolerances, compare, error_share
 from et_tensorrt.partition import TensorRTPartitioner
 
 from .blob_checks import check_blob, lowered_blobs
@@ -356,7 +356,7 @@ class Tester(TesterBase):
         expected = eager(reference, self.last_inputs) if reference is not None else self.expected()
         share = 0.0
         for got, want in zip(self.runner_outputs, expected, strict=True):
-            share = max(share, float((got - want).abs().max()) / max(float(want.abs().max()), 1e-12))
+            share = max(share, error_share(got, want))
         return share
 
     def check_quantized_parity(

@@ -19,7 +19,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import QuantizationError, QuantizationWarning
 from et_tensorrt import blob as B
-from et_tensorrt.backend import onnx_weights, stages
+from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.stages.job import record_exports
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
@@ -144,37 +144,30 @@ def test_inspect_shows_the_precision(lowered):
 # ------------------------------------------------------------------------------- refusals, before any work
 
 
-def _lower_counting(model, inputs, **options) -> int:
-    before = stages.job.stats["partitions"]
-    et_tensorrt.lower(model, inputs, min_block_size=1, **options)
-    return stages.job.stats["partitions"] - before
-
-
 def test_strict_quantization_refuses_before_any_work():
     model, inputs = _model("8da4w")
-    before = stages.job.stats["partitions"]
-    with pytest.raises(QuantizationError, match=r"(?s)dynamic quantization.*strict_quantization=True refuses"):
-        _lower_counting(qm.quantize_torchao(model, "8da4w"), inputs, strict_quantization=True)
-    assert stages.job.stats["partitions"] == before  # no preprocess ran
+    qm.refused_before_any_work(
+        qm.quantize_torchao(model, "8da4w"),
+        inputs,
+        r"(?s)dynamic quantization.*strict_quantization=True refuses",
+        strict_quantization=True,
+    )
 
 
 def test_asymmetric_weights_are_refused_naming_the_op():
-    from torchao.quantization import IntxWeightOnlyConfig, MappingType, quantize_
+    from torchao.quantization import IntxWeightOnlyConfig, MappingType
     from torchao.quantization.granularity import PerGroup
 
     model, inputs = _model("int4_weight_only")
-    quantize_(model, IntxWeightOnlyConfig(torch.int4, PerGroup(32), mapping_type=MappingType.ASYMMETRIC))
-    before = stages.job.stats["partitions"]
-    with pytest.raises(QuantizationError, match=r"(?s)torchao\.dequantize_affine.*zero point is not 0.*symmetric"):
-        _lower_counting(model, inputs)
-    assert stages.job.stats["partitions"] == before
+    config = IntxWeightOnlyConfig(torch.int4, PerGroup(32), mapping_type=MappingType.ASYMMETRIC)
+    model = qm.quantize_torchao_with(model, config)
+    qm.refused_before_any_work(model, inputs, r"(?s)torchao\.dequantize_affine.*zero point is not 0.*symmetric")
 
 
 def test_a_quantize_op_left_on_the_host_is_an_error_not_missing_out_variants():
     model, inputs = _model("int8_weight_only")
     quantized = qm.quantize_torchao(model, "int8_weight_only")
-    with pytest.raises(QuantizationError) as info:
-        _lower_counting(quantized, inputs, torch_executed_ops=["aten.addmm.default"])
+    info = qm.refused_before_any_work(quantized, inputs, torch_executed_ops=["aten.addmm.default"])
     message = str(info.value)
     assert "nothing was built" in message and "torchao.dequantize_affine.default" in message, message
     assert "where ExecuTorch has no kernel for it" in message and "stays on the host" in message, message
@@ -187,17 +180,11 @@ def test_a_quantize_op_left_on_the_host_is_an_error_not_missing_out_variants():
 @pytest.fixture(scope="module")
 def fp8_model():
     from executorch.exir import EdgeCompileConfig
-    from torchao.quantization.pt2e import allow_exported_model_train_eval
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from et_tensorrt.quantization import TensorRTQuantizer, get_fp8_config
 
     model, inputs = _model("pt2e_tensorrt")
-    with torch.no_grad():
-        prepared = prepare_pt2e(torch.export.export(model, inputs).module(), TensorRTQuantizer(get_fp8_config()))
-        prepared(*inputs)
-        converted = convert_pt2e(prepared)
-    allow_exported_model_train_eval(converted)
+    converted = qm.quantize_pt2e_with(model, inputs, TensorRTQuantizer(get_fp8_config()))
     # ExecuTorch 1.5.1's edge verifier refuses FP8 Q/DQ ops (its dtype constraints): skip its IR check
     return converted, inputs, EdgeCompileConfig(_check_ir_validity=False)
 
@@ -265,5 +252,5 @@ def test_int4_weights_lower_as_named_data_the_recipe_rebuilds_them_packed(monkey
 
 def test_int4_weights_refuse_the_refit_mode_before_any_work():
     model, inputs = _model("int4_weight_only")
-    with pytest.raises(QuantizationError, match=r"weights='refit' cannot refit INT4"):
-        _lower_counting(qm.quantize_torchao(model, "int4_weight_only"), inputs, weights="refit")
+    quantized = qm.quantize_torchao(model, "int4_weight_only")
+    qm.refused_before_any_work(quantized, inputs, r"weights='refit' cannot refit INT4", weights="refit")

@@ -58,6 +58,8 @@ def test_each_initializer_is_rebuilt_from_weights_or_stored_raw(parts):
     by_name = {e.name: e for e in plan.entries}
     assert [s.op for s in by_name["w_t"].steps] == [1, 4]  # SOURCE fc.weight, PERMUTE
     assert by_name["half"].raw and plan.raw_bytes == 4  # the 0-d constant
+    recipe = R.Recipe(R.VERSION, {}, b"graph", plan.payload, plan.entries, b"{}")
+    assert recipe.raw_bytes == 4 and recipe.nbytes == 2 + 5 + len(plan.payload)
     verify_refit_map(export, plan.entries, [w.tensor for w in weights], plan.payload)
 
 

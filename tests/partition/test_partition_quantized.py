@@ -11,8 +11,6 @@ import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed's ops)
 
 import et_tensorrt
-from et_tensorrt import QuantizationError
-from et_tensorrt.backend import stages
 from et_tensorrt.partition import ReasonCode
 from et_tensorrt.quantization import qdq
 from et_tensorrt.testing import quantized_models as qm
@@ -82,10 +80,9 @@ def test_uint8_weights_are_refused_with_the_reason():
     assert "weight uint8 per tensor: TensorRT quantizes weights to int8, int4 or FP8" in str(
         next(iter(refused.values()))
     )
-    before = stages.job.stats["partitions"]
-    with pytest.raises(QuantizationError, match=r"(?s)nothing was built.*uint8.*TensorRTQuantizer"):
-        et_tensorrt.lower(_Quantized(dtype=torch.uint8), (torch.randn(2, 16),), min_block_size=1)
-    assert stages.job.stats["partitions"] == before
+    qm.refused_before_any_work(
+        _Quantized(dtype=torch.uint8), (torch.randn(2, 16),), r"(?s)nothing was built.*uint8.*TensorRTQuantizer"
+    )
 
 
 def test_quantized_values_leaving_the_program_are_refused():
@@ -99,8 +96,9 @@ def test_quantized_values_leaving_the_program_are_refused():
 def test_nonzero_weight_zero_point_is_read_before_to_edge():
     """ExecuTorch hands partitioners FakeTensor weights; a weight's zero point is read from the program before
     to_edge, and a nonzero one stops the lowering before any work."""
-    with pytest.raises(QuantizationError, match=r"(?s)dequantize_per_tensor.*zero point is not 0"):
-        et_tensorrt.lower(_Quantized(zero_point=2), (torch.randn(2, 16),), min_block_size=1)
+    qm.refused_before_any_work(
+        _Quantized(zero_point=2), (torch.randn(2, 16),), r"(?s)dequantize_per_tensor.*zero point is not 0"
+    )
 
 
 def test_pt2e_dynamic_quantization_goes_with_the_linear():
@@ -110,17 +108,11 @@ def test_pt2e_dynamic_quantization_goes_with_the_linear():
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     torch.manual_seed(0)
     inputs = (torch.randn(4, 128),)
     config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
-    with torch.no_grad():
-        prepared = prepare_pt2e(
-            torch.export.export(qm.Mlp().eval(), inputs).module(), XNNPACKQuantizer().set_global(config)
-        )
-        prepared(*inputs)
-        converted = convert_pt2e(prepared)
+    converted = qm.quantize_pt2e_with(qm.Mlp(), inputs, XNNPACKQuantizer().set_global(config))
     report = et_tensorrt.explain(torch.export.export(converted, inputs), min_block_size=1)
     assert sum(d.op == "quantized_decomposed.choose_qparams.tensor" for d in report.nodes) == 2
     assert len(report.partitions) == 1 and not report.host_nodes, str(report)
