@@ -191,6 +191,11 @@ def llama_case() -> list[Row]:
     xdecoder = decoders.executorch_llama(quantize="8da4w")
     xrow = Row("llama_8da4w", "xnnpack", weights_mb, fp32_pte_mb=fp32_xnnpack)
     pte = _measure(xrow, lambda: _xnnpack_lower(xdecoder.program))
+    from executorch.runtime import Runtime
+
+    # Runner loads through ExecuTorch's runtime library, where XnnpackBackend registers only once ExecuTorch's own
+    # runtime is loaded (the other cases' run_executorch did that; run alone, the decode failed with error 32)
+    Runtime.get()
     xrow.vs_reading, _ = _decode(xdecoder, pte)
     xrow.notes.append("vs the weight-only reading: XNNPACK quantizes activations dynamically")
     rows.append(xrow)
