@@ -139,7 +139,7 @@ def aot_runtime(blob) -> trt.Flavour | None:
     if info:
         return trt.get(str(info.get("flavour")))
     try:
-        return trt.default()
+        return trt.Flavour(trt.flavour(), trt.module())
     except Exception:  # noqa: BLE001 - no TensorRT builder: a runtime-only install
         return trt.get("tensorrt_rtx") or trt.get("tensorrt")
 

@@ -284,7 +284,11 @@ def _deserialize(blob: Blob, device: torch.device):
         return None, "", "the partition's execution device is the host"
     if not torch.cuda.is_available():  # the C++ choice checked already; a second guard before TensorRT
         return None, "", "no CUDA device is available"
-    from . import device_build
+    try:
+        from .. import trt  # noqa: F401 - a TensorRT-free install stops here
+        from . import device_build
+    except ImportError as e:
+        return None, "", f"no TensorRT runtime ({e})"
     from .engine_loading import deserialize_engine
 
     try:
