@@ -78,3 +78,8 @@ class QuantizationWarning(UserWarning):
 
 class UnmatchedOpWarning(UserWarning):
     """A ``torch_executed_ops`` entry matched no node of the program, so it kept nothing on the host."""
+
+
+class StateSharingError(ValueError):
+    """A state several methods of one program declare cannot be one buffer: at lowering (another shape, dtype or
+    initial contents) or at init (no way to tell which loaded program a delegate belongs to, another device)."""

@@ -41,10 +41,16 @@ def _split_options(options: Mapping[str, Any], build_options: BuildOptions | Non
     return partitioner, (build_options or BuildOptions()).replace(**build)
 
 
-def lower(
-    model: torch.nn.Module | torch.export.ExportedProgram, example_inputs: Sequence[torch.Tensor] = (), **options: Any
-) -> bytes:
+Programs = torch.nn.Module | torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram]
+
+
+def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **options: Any) -> bytes:
     """Lower a model (or an ExportedProgram) to ExecuTorch program bytes with our delegate.
+
+    Several methods (ExecuTorch's convention: a dict of ExportedPrograms by method name, e.g. ``{"prefill": ep_p,
+    "decode": ep_d}``) make one program: a buffer they all update (a KV cache) is one state of the loaded program
+    that every method's delegate binds (docs/stateful-decode.md), and by default (``named_data="pte"`` unless given)
+    a weight or engine they share is stored once. ``lower.last_reports`` holds each method's partition report.
 
     ``dynamic_shapes``: torch.export's, for a module. ``zero_copy_inputs=True`` leaves method inputs out of
     ExecuTorch's memory plan, so the runtime (and our delegate) see the caller's own pointers instead of a copy
@@ -73,7 +79,7 @@ def lower(
 
 
 def lower_program(
-    model: torch.nn.Module | torch.export.ExportedProgram,
+    model: Programs,
     example_inputs: Sequence[torch.Tensor] = (),
     *,
     dynamic_shapes: Any | None = None,
@@ -93,22 +99,32 @@ def lower_program(
     from . import progress as steps
 
     partitioner_options, build = _split_options(options, build_options)
+    methods = isinstance(model, Mapping)
+    if methods:
+        _check_methods(model, example_inputs, dynamic_shapes)
+        if len(model) > 1 and build_options is None and "named_data" not in options:
+            build = build.replace(named_data="pte")  # what the methods share (weights, engines) stored once
     if _in_memory and build.named_data == "ptd":
         raise OptionError(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
             "(or named_data='pte' for one program in memory)"
         )
-    partitioner = _partitioner(partitioner_options, build)
     with steps.reporting(progress):
         with steps.step("program", "export"):
-            program = export(model, example_inputs, dynamic_shapes)
-        with steps.step("program", "partition and lower"):  # ExecuTorch calls preprocess once per partition
+            if methods:
+                program = {name: export(ep) for name, ep in model.items()}
+            else:
+                program = export(model, example_inputs, dynamic_shapes)
+        # One partitioner per method: each keeps its method's report.
+        partitioners = {name: _partitioner(partitioner_options, build) for name in (program if methods else [""])}
+        with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
             edge = to_edge_transform_and_lower(
                 program,
-                partitioner=[partitioner],
+                partitioner={name: [p] for name, p in partitioners.items()} if methods else [partitioners[""]],
                 constant_methods=dict(constant_methods) if constant_methods else None,
             )
-        lower.last_report = partitioner.report
+        lower.last_reports = {name or "forward": p.report for name, p in partitioners.items()}
+        lower.last_report = list(lower.last_reports.values())[-1]
         del program
         with steps.step("program", "to_executorch"):
             manager = edge.to_executorch(
@@ -116,6 +132,23 @@ def lower_program(
             )
     _forget_lowered_modules()
     return manager
+
+
+def _check_methods(programs: Mapping, example_inputs, dynamic_shapes) -> None:
+    """Several methods come as ExportedPrograms by method name, exported already (their inputs and dynamic shapes
+    with them)."""
+    if not programs:
+        raise OptionError("no methods to lower: the dict of methods is empty")
+    for name, ep in programs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise OptionError(f"method name {name!r} is not an identifier")
+        if not isinstance(ep, torch.export.ExportedProgram):
+            raise OptionError(
+                f"method {name!r} is a {type(ep).__name__}; several methods are lowered from ExportedPrograms "
+                "(torch.export.export each one first)"
+            )
+    if example_inputs or dynamic_shapes is not None:
+        raise OptionError("example_inputs and dynamic_shapes belong to torch.export of each method, not to lower()")
 
 
 def _forget_lowered_modules() -> None:
@@ -175,7 +208,8 @@ def executorch_config(*, zero_copy_inputs: bool = True, zero_copy_outputs: bool 
     )
 
 
-lower.last_report = None
+lower.last_report = None  # the PartitionReport of the last lowering (of its last method, for several)
+lower.last_reports = {}  # method name -> its PartitionReport
 
 
 @dataclass(frozen=True)

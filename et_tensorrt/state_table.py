@@ -3,7 +3,8 @@
 One entry per mutable buffer the partition took over (a KV cache, a counter): its name, dtype, shape, initial
 contents (zeros, or the bytes), the engine input and output that carry it, whether the engine updates it in
 place (its output aliases its input: one device buffer) or returns the new value for the delegate to copy
-back, and the guard the delegate checks before each call (where the write positions come from). Written here,
+back, the guard the delegate checks before each call (where the write positions come from), and the program's
+methods whose delegates declare the same state (each binds the one buffer the loaded program holds). Written here,
 read by the C++ reader (extension/runtime/blob_reader.cpp, ``read_state_table``) with bounds checks, and
 handed to the executors parsed.
 """
@@ -21,9 +22,10 @@ UPDATE_WRITE_BACK = 1  # the engine returns the new value; the delegate copies i
 INIT_ZEROS = 0
 INIT_BYTES = 1
 NO_INPUT = -1
+FLAG_SHARED = 1  # the entry ends with the methods that share the state: u16 count, per method u16 length + UTF-8
 
 _HEAD = struct.Struct("<II")
-# name_len, input_len, output_len, dtype, rank, update, init, position_input, position_kind, reserved,
+# name_len, input_len, output_len, dtype, rank, update, init, position_input, position_kind, flags,
 # length_input, length_dim, length_value
 _FIXED = struct.Struct("<HHHBBBBhBBhhq")
 
@@ -42,6 +44,13 @@ class StateEntry:
     length_input: int = NO_INPUT
     length_dim: int = 0
     length_value: int = 0
+    # The program's methods whose delegates declare this state (sorted; () when only this delegate's method has it):
+    # the loaded program holds one buffer under ``name`` that all of them bind.
+    methods: tuple[str, ...] = ()
+
+    @property
+    def shared(self) -> bool:
+        return len(self.methods) > 1
 
     @property
     def in_place(self) -> bool:
@@ -80,7 +89,7 @@ def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
                 init,
                 e.position_input,
                 e.position_kind,
-                0,
+                FLAG_SHARED if e.shared else 0,
                 e.length_input,
                 e.length_dim,
                 e.length_value,
@@ -89,6 +98,11 @@ def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
         out += [name, inp, outp, struct.pack(f"<{len(e.shape)}q", *e.shape)]
         if e.initial is not None:
             out += [struct.pack("<Q", len(e.initial)), e.initial]
+        if e.shared:
+            out.append(struct.pack("<H", len(e.methods)))
+            for method in e.methods:
+                encoded = method.encode("utf-8")
+                out += [struct.pack("<H", len(encoded)), encoded]
     return b"".join(out)
 
 
@@ -117,6 +131,7 @@ def from_parsed(rows: Sequence[dict]) -> list[StateEntry]:
             length_input=r["length_input"],
             length_dim=r["length_dim"],
             length_value=r["length_value"],
+            methods=tuple(r.get("methods", ())),
         )
         for r in rows
     ]

@@ -116,9 +116,13 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("device", [](const StatePlacement& s) { return executorch_to_torch_device(s.device); })
       .def_property_readonly("update", [](const StatePlacement& s) { return s.in_place ? "in place" : "copied back"; })
       .def_readonly("bytes", &StatePlacement::bytes)
+      .def_readonly("methods", &StatePlacement::methods,
+                    "The program's methods that bind this same device buffer (empty: this method only).")
       .def("__repr__", [](const StatePlacement& s) {
+        std::string shared;
+        for (const std::string& m : s.methods) shared += (shared.empty() ? ", shared by " : ", ") + m;
         return "<state " + s.name + ": " + device_str(s.device) + ", " +
-               (s.in_place ? "in place" : "copied back " + std::to_string(s.bytes) + " B") + ">";
+               (s.in_place ? "in place" : "copied back " + std::to_string(s.bytes) + " B") + shared + ">";
       });
 
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",
@@ -179,7 +183,8 @@ void bind_runtime(py::module_& m) {
   m.def("cuda_device_count", &cuda_device_count, "CUDA devices the delegate sees (0 with a CPU-only torch).");
   m.def(
       "create_executor",
-      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices, std::optional<py::dict> named_data) {
+      [](const py::buffer& blob_bytes, std::optional<int> cuda_devices, std::optional<py::dict> named_data,
+         uintptr_t program_scope, const std::string& method) {
         // The delegate's own choice, for drivers without a .pte (fuzzers, tests that fake a GPU); `named_data`
         // stands in for the program's NamedDataMap, resolved as the delegate resolves it.
         py::buffer_info info;
@@ -195,7 +200,8 @@ void bind_runtime(py::module_& m) {
         });
         ExecutorChoice choice;
         py::object executor = create_executor(blob, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                              cuda_devices.value_or(cuda_device_count()), choice, owner, &named);
+                                              cuda_devices.value_or(cuda_device_count()), choice, owner, &named,
+                                              ProgramScope{program_scope, method});
         py::dict out;
         out["executor"] = choice.executor;
         out["device"] = executorch_to_torch_device(choice.device);
@@ -205,9 +211,11 @@ void bind_runtime(py::module_& m) {
         return py::make_tuple(executor, out);
       },
       py::arg("blob"), py::arg("cuda_devices") = py::none(), py::arg("named_data") = py::none(),
+      py::arg("program_scope") = 0, py::arg("method") = "",
       "The executor the delegate would build for this blob and its choice (executor, device, recorded_device, "
       "reason, engine_origin). `cuda_devices` overrides the CUDA device count the choice is made with; "
-      "`named_data` (key -> bytes-like) is the program's named data, for a blob with NAMED_DATA.");
+      "`named_data` (key -> bytes-like) is the program's named data, for a blob with NAMED_DATA; `program_scope` "
+      "and `method` stand for the loaded program and method whose shared states the executor binds.");
 
   m.def(
       "plan_placement",

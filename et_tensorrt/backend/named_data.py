@@ -108,7 +108,7 @@ class StoredData(FileBackedData):
         self._held.close()
 
 
-def data_store(entries: list[tuple[str, HeldData]], mode: str):
+def data_store(entries: list[tuple[str, HeldData | bytes]], mode: str):
     """The ``NamedDataStoreOutput`` of one partition: ``entries`` under their keys, in the .pte (``pte``) or the
     .ptd (``ptd``)."""
     from executorch.exir._serialize._named_data_store import NamedDataStore
@@ -116,5 +116,6 @@ def data_store(entries: list[tuple[str, HeldData]], mode: str):
     store = NamedDataStore()
     tag = EXTERNAL_TAG if mode == "ptd" else None
     for key, data in entries:
-        store.add_named_data(key, StoredData(data), alignment=ALIGNMENT, external_tag=tag)
+        data = StoredData(data) if isinstance(data, HeldData) else data  # bytes: a small datum of our own
+        store.add_named_data(key, data, alignment=ALIGNMENT, external_tag=tag)
     return store.get_named_data_store_output()

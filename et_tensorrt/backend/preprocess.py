@@ -30,6 +30,7 @@ from et_tensorrt import progress
 from et_tensorrt.backend.stages import STAGES
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, record_exports, stats
 from et_tensorrt.backend.stages.serialize import state_table
+from et_tensorrt.backend.state_sharing import owned_buffers, program_marker, shared_states
 
 __all__ = [
     "PARTITION_COUNT",
@@ -64,10 +65,34 @@ class EtTensorRTBackend(BackendDetails):
 
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        job = PartitionJob(edge_program, compile_specs)
-        for stage in STAGES:
-            if job.from_cache and not stage.on_cache_hit:
-                continue  # served from the build cache: no ONNX export, validation or build
-            with progress.step(lambda: job.label or "partition", stage.name):  # et_tensorrt.progress
-                stage.run(job)
-        return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)
+        return _run(PartitionJob(edge_program, compile_specs))
+
+    @classmethod
+    def preprocess_multimethod(
+        cls, edge_programs: dict[str, list[ExportedProgram]], compile_specs: dict[str, list[list[CompileSpec]]]
+    ) -> dict[str, list[PreprocessResult]]:
+        """Every method's partitions at once (ExecuTorch calls this for a program of one or more methods): a buffer
+        several methods update is one state of the loaded program, bound by each of their delegates
+        (backend/state_sharing.py); declared differently, the lowering stops here with StateSharingError."""
+        shared = shared_states(edge_programs)
+        marker = program_marker(shared) if shared else None
+        results = {}
+        for method, programs in edge_programs.items():
+            results[method] = []
+            for program, specs in zip(programs, compile_specs[method]):
+                mine = set(owned_buffers(program, method))
+                job = PartitionJob(program, specs, method=method)
+                job.shared_states = {name: methods for name, methods in shared.items() if name in mine}
+                job.program_marker = marker if job.shared_states else None
+                results[method].append(_run(job))
+        return results
+
+
+def _run(job: PartitionJob) -> PreprocessResult:
+    """One partition through the stages."""
+    for stage in STAGES:
+        if job.from_cache and not stage.on_cache_hit:
+            continue  # served from the build cache: no ONNX export, validation or build
+        with progress.step(lambda: job.label or "partition", stage.name):  # et_tensorrt.progress
+            stage.run(job)
+    return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)

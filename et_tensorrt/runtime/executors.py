@@ -56,14 +56,16 @@ class PyTorchExecutor:
     kind = "pytorch"
     writes_in_place = False
 
-    def __init__(self, blob: Blob, device: torch.device, reason: str):
+    def __init__(self, blob: Blob, device: torch.device, reason: str, scope: tuple[int, str] = (0, "")):
         self.device = device
         self.reason = reason
         with _LOAD_LOCK:
             program = load_program(blob)
         _place_factories(program.graph_module, device)
-        # The delegate's own state (the STATE table): updated by the program itself, kept across calls.
-        self.state = state.initial_state(blob.states, device)
+        # The delegate's state (the STATE table; a shared one is the loaded program's): updated by the program
+        # itself, kept across calls.
+        self._states = state.acquire(blob.states, device, *scope)
+        self.state = self._states.tensors
         self.state_updates = state.write_in_place(program, self.state) if self.state else {}
         lifted = graph_program.lifted_tensors(program, device, self.state)
         self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
@@ -85,6 +87,10 @@ class PyTorchExecutor:
         """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
         result = self._forward(*self._lifted, *inputs)
         return [result[i] for i in self._user_outputs]
+
+    def close(self) -> None:
+        """Lets go of the program's shared states (the delegate calls it when its method goes)."""
+        self._states.close()
 
 
 def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:
@@ -144,7 +150,7 @@ class TensorRTExecutor:
     path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
     origin = ""  # where the engine came from: "" the blob's own; else device_build's "built here for sm90 ..."
 
-    def __init__(self, blob: Blob, device: torch.device, engine):
+    def __init__(self, blob: Blob, device: torch.device, engine, scope: tuple[int, str] = (0, "")):
         self.device = device
         self.reason = ""
         self._engine = engine
@@ -165,9 +171,14 @@ class TensorRTExecutor:
         self._shapes: tuple | None = None  # the input shapes and size values the context was last given
         self._output_shapes: list[tuple] = []
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
-        self.state = state.initial_state(blob.states, device)
+        self._held = state.acquire(blob.states, device, *scope)  # a shared state is the loaded program's
+        self.state = self._held.tensors
         self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
         self.state_updates = {b.name: b.update for b in self._states}
+
+    def close(self) -> None:
+        """Lets go of the program's shared states (the delegate calls it when its method goes)."""
+        self._held.close()
 
     def _profile_ranges(self) -> list[list]:
         ranges = []
@@ -405,6 +416,12 @@ def _blob(parsed: dict) -> Blob:
     return Blob.from_parsed(parsed, parsed.get("data"), copy=False, metadata=False)
 
 
+def _scope(parsed: dict) -> tuple[int, str]:
+    """(loaded program, method) the delegate belongs to (extension/runtime/program_scope.h): the key of the states
+    the program's methods share."""
+    return parsed.get("program_scope", 0), parsed.get("method", "")
+
+
 def _recorded(executor, blob: Blob):
     return _Recorded(executor, program_digest(blob), list(_recorders)) if _recorders else executor
 
@@ -416,7 +433,7 @@ def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | 
     engine, origin, reason = _deserialize(blob, device)
     if engine is None:
         return reason
-    executor = TensorRTExecutor(blob, device, engine)
+    executor = TensorRTExecutor(blob, device, engine, _scope(parsed))
     executor.origin = origin
     return _recorded(executor, blob)
 
@@ -426,7 +443,7 @@ def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorch
     why not TensorRT."""
     blob = _blob(parsed)
     log.warning("et_tensorrt: partition runs with PyTorch on %s: %s", device, reason)
-    return _recorded(PyTorchExecutor(blob, device, reason), blob)
+    return _recorded(PyTorchExecutor(blob, device, reason, _scope(parsed)), blob)
 
 
 def create_executor(blob, cuda_devices: int | None = None, named_data=None):

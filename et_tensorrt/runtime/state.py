@@ -1,4 +1,12 @@
-"""The delegate's own state with PyTorch: the partition's mutable buffers, kept by the executor across calls.
+"""The delegate's state: the partition's mutable buffers, kept across calls, and shared by the program's methods.
+
+A state belongs to the loaded program, keyed by its buffer name: :func:`acquire` hands every executor of one loaded
+program (its ``program_scope``, extension/runtime/program_scope.h) the same tensor for a name, made from the STATE
+table's initial contents by the first delegate that needs it and freed when the last one that holds it closes. A
+``prefill`` and a ``decode`` method therefore read and write one KV cache on the device, whichever runs; two loads of
+one program (two ``Runner`` s) hold two.
+
+With PyTorch:
 
 The embedded program is functional: a buffer's new value is a BUFFER_MUTATION output (``index_put`` of the
 cache, ``add`` of a counter). ``write_in_place`` rewrites it so that each call updates the state tensors
@@ -10,16 +18,100 @@ of one program never share them.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
+
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
+
+from ..errors import StateSharingError
 
 aten = torch.ops.aten
 _IN_PLACE = {aten.index_put.default: aten.index_put_.default, aten.index_copy.default: aten.index_copy_.default}
 
 
-def initial_state(entries, device: torch.device) -> dict[str, torch.Tensor]:
-    """Buffer name -> a fresh tensor with its initial contents on ``device`` (state_table.StateEntry)."""
-    return {e.name: e.initial_tensor(device) for e in entries}
+@dataclass
+class _Held:
+    tensor: torch.Tensor
+    method: str  # the first method that made it (for errors)
+    holders: int = 0
+
+
+_lock = threading.Lock()
+_held: dict[tuple[int, str], _Held] = {}  # (program scope, buffer name) -> the one tensor its methods bind
+
+
+class States:
+    """One executor's states: buffer name -> tensor (shared ones are the loaded program's); ``close`` lets go."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], shared_keys: list[tuple[int, str]]):
+        self.tensors = tensors
+        self._keys = shared_keys
+
+    def close(self) -> None:
+        with _lock:
+            for key in self._keys:
+                held = _held.get(key)
+                if held is not None:
+                    held.holders -= 1
+                    if held.holders == 0:
+                        del _held[key]
+        self._keys = []
+
+
+def _spec(t: torch.Tensor) -> str:
+    return f"{str(t.dtype).replace('torch.', '')}{tuple(t.shape)} on {t.device}"
+
+
+def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> States:
+    """The states of a delegate of ``method`` (state_table.StateEntry rows) on ``device``: a fresh tensor with its
+    initial contents for a state only this method has; for one the program's methods share (``entry.methods``), the
+    tensor the loaded program ``scope`` holds under its name, made now if no method holds it yet.
+    StateSharingError when a shared state cannot be one buffer: no scope (the program carries no named data to tell
+    which program a delegate belongs to), or another method holds it in another dtype, shape or device."""
+    tensors, keys = {}, []
+    with _lock:
+        try:
+            for e in entries:
+                if not e.shared:
+                    tensors[e.name] = e.initial_tensor(device)
+                    continue
+                if not scope:
+                    raise StateSharingError(
+                        f"the state {e.name!r} is shared by the methods {', '.join(e.methods)}, but this program "
+                        "carries no named data, so its delegates cannot tell which loaded program they belong to; "
+                        "lower it again with named_data='pte' or 'ptd' (the default for several methods)"
+                    )
+                key = (scope, e.name)
+                held = _held.get(key)
+                if held is None:
+                    held = _held[key] = _Held(e.initial_tensor(device), method)
+                else:
+                    t = held.tensor
+                    if t.dtype != e.dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
+                        wanted = f"{str(e.dtype).replace('torch.', '')}{tuple(e.shape)} on {device}"
+                        raise StateSharingError(
+                            f"method {method!r} needs the state {e.name!r} as {wanted}, but method {held.method!r} "
+                            f"holds it as {_spec(t)}: the methods cannot share it (run them on one device, or lower "
+                            "them from one model)"
+                        )
+                held.holders += 1
+                keys.append(key)
+                tensors[e.name] = held.tensor
+        except BaseException:
+            for key in keys:  # undo this call's holds (under the lock already)
+                held = _held[key]
+                held.holders -= 1
+                if held.holders == 0:
+                    del _held[key]
+            raise
+    return States(tensors, keys)
+
+
+def held_states() -> dict[tuple[int, str], int]:
+    """(program scope, state name) -> how many delegates hold it: what the process holds now (tests, tools)."""
+    with _lock:
+        return {key: held.holders for key, held in _held.items()}
 
 
 def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, str]:

@@ -40,7 +40,9 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     try {
       // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
       // Its engine and weights may be the program's named data (the .pte's, or a .ptd's): read from there.
-      return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map());
+      // States shared by the program's methods are keyed by the loaded program (program_scope.h).
+      return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map(),
+                                             context.get_method_name());
     } catch (const BlobFormatError& e) {
       return report("init", e.what(), Error::DelegateInvalidCompatibility);
     } catch (const std::exception& e) {

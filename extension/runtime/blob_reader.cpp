@@ -462,6 +462,8 @@ std::vector<RefitEntry> read_refit_map(const ByteSpan& section, size_t weight_co
 // STATE: u32 count, u32 reserved, entries (u16 name_len, u16 input_len, u16 output_len, u8 dtype, u8 rank,
 // u8 update, u8 init, i16 position_input, u8 position_kind, u8 reserved, i16 length_input, i16 length_dim,
 // i64 length_value, the three names, rank x i64 sizes, and with init 1: u64 nbytes + the initial bytes).
+constexpr uint8_t kStateSharedFlag = 1;  // the entry ends with the methods that share the state
+
 std::vector<StateEntry> read_state_table(const ByteSpan& section) {
   Reader r(section.data, section.size, "STATE");
   const uint32_t count = r.read_table_head(26);
@@ -475,7 +477,7 @@ std::vector<StateEntry> read_state_table(const ByteSpan& section) {
     const uint8_t init = r.read<uint8_t>();
     e.position_input = r.read<int16_t>();
     const uint8_t position_kind = r.read<uint8_t>();
-    r.read<uint8_t>();
+    const uint8_t flags = r.read<uint8_t>();
     e.length_input = r.read<int16_t>();
     e.length_dim = r.read<int16_t>();
     e.length_value = r.read<int64_t>();
@@ -489,6 +491,7 @@ std::vector<StateEntry> read_state_table(const ByteSpan& section) {
     e.update = static_cast<StateUpdate>(update);
     if (init > 1) fail(what + " has unknown initial contents kind " + std::to_string(init));
     if (position_kind > 1) fail(what + " has unknown position kind " + std::to_string(position_kind));
+    if ((flags & ~kStateSharedFlag) != 0) fail(what + " has unknown flags " + std::to_string(flags));
     e.position_kind = static_cast<PositionKind>(position_kind);
     if (e.position_input < -1 || e.length_input < -1 || e.length_dim < 0 || e.length_dim >= kMaxRank ||
         e.length_value < 0) {
@@ -522,6 +525,18 @@ std::vector<StateEntry> read_state_table(const ByteSpan& section) {
       }
       e.initial = section.data + r.position();
       r.skip(static_cast<size_t>(n));
+    }
+    if ((flags & kStateSharedFlag) != 0) {  // u16 count, then per method u16 length + UTF-8 name
+      const uint16_t n_methods = r.read<uint16_t>();
+      std::set<std::string> seen;
+      for (uint16_t m = 0; m < n_methods; ++m) {
+        std::string method = r.read_string(r.read<uint16_t>());
+        if (method.empty() || !valid_utf8(method) || !seen.insert(method).second) {
+          fail(what + " has an empty, repeated or non-UTF-8 method name");
+        }
+        e.methods.push_back(std::move(method));
+      }
+      if (e.methods.size() < 2) fail(what + " is marked shared by fewer than two methods");
     }
     states.push_back(std::move(e));
   }

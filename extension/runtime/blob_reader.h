@@ -111,6 +111,9 @@ struct StateEntry {
   int32_t length_dim = 0;
   int64_t length_value = 0;
   uint64_t nbytes = 0;  // numel x element size
+  // The program's methods whose delegates declare this state (the same buffer): each binds the one device buffer
+  // the loaded program holds under `name`. Empty: only this delegate's method has it.
+  std::vector<std::string> methods;
 };
 
 // A view of one section inside the caller's buffer (not owned).

@@ -172,6 +172,7 @@ py::dict blob_to_python(const DelegateBlob& blob, const uint8_t* base, const py:
     d["length_input"] = e.length_input;
     d["length_dim"] = e.length_dim;
     d["length_value"] = e.length_value;
+    d["methods"] = e.methods;
     states.append(d);
   }
   out["states"] = states;

@@ -12,6 +12,7 @@
 #include "executor_choice.h"
 #include "plan_recorder.h"
 #include "pointer_residence.h"
+#include "program_scope.h"
 #include "python_error.h"
 #include "state_guard.h"
 
@@ -52,7 +53,7 @@ std::shared_ptr<const void> own(executorch::runtime::FreeableBuffer&& processed)
 }  // namespace
 
 DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
-                               const executorch::runtime::NamedDataMap* named_data_map)
+                               const executorch::runtime::NamedDataMap* named_data_map, const char* method_name)
     : buffer_(own(std::move(processed))),
       blob_data_(
           static_cast<const uint8_t*>(static_cast<const executorch::runtime::FreeableBuffer*>(buffer_.get())->data())),
@@ -61,7 +62,8 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
       named_(resolve_named_data(blob_, named_data_map)) {
   py::gil_scoped_acquire gil;
   try {
-    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_, &named_);
+    executor_ = create_executor(blob_, blob_data_, blob_size_, cuda_device_count(), choice_, buffer_, &named_,
+                                program_scope(named_data_map, method_name));
   } catch (const py::error_already_set& e) {
     throw python_error(e);  // ExecuTorch's init failure carries one line, not a traceback
   }
@@ -77,7 +79,7 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
   for (const StateEntry& e : blob_.states) {
     const bool in_place =
         !updates.contains(e.name.c_str()) || updates[e.name.c_str()].cast<std::string>() == "in place";
-    states_.push_back({e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes)});
+    states_.push_back({e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes), e.methods});
   }
   // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
   if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {
@@ -88,6 +90,14 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
 DelegateHandle::~DelegateHandle() {
   if (Py_IsInitialized()) {
     py::gil_scoped_acquire gil;
+    // The executor lets go of the program's shared states now, not whenever Python collects it: the last
+    // method's delegate to go frees them, so a program loaded again starts from their initial contents.
+    if (executor_ && py::hasattr(executor_, "close")) {
+      try {
+        executor_.attr("close")();
+      } catch (const py::error_already_set&) {
+      }
+    }
     run_ = py::object();
     executor_ = py::object();
     input_staging_.clear();

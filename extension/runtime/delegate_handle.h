@@ -34,9 +34,12 @@ class DelegateHandle {
   // is allowed to run here.
   // `named_data_map`: the program's named data (BackendInitContext's), where a blob with NAMED_DATA finds its
   // engine and weights (views of ExecuTorch's buffers, held for the handle's life).
+  // `method_name`: the method this delegate belongs to; with `named_data_map` it names the loaded program whose
+  // methods share the states the blob marks shared (program_scope.h).
   explicit DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
-                          const executorch::runtime::NamedDataMap* named_data_map = nullptr);
-  ~DelegateHandle();  // releases the Python executor under the GIL, then the buffer
+                          const executorch::runtime::NamedDataMap* named_data_map = nullptr,
+                          const char* method_name = nullptr);
+  ~DelegateHandle();  // closes the Python executor (its hold on shared states) under the GIL, then the buffer
 
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
   // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.

@@ -70,7 +70,8 @@ int cuda_device_count() {
 }
 
 py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
-                           ExecutorChoice& choice, std::shared_ptr<const void> owner, const NamedData* named) {
+                           ExecutorChoice& choice, std::shared_ptr<const void> owner, const NamedData* named,
+                           const ProgramScope& scope) {
   const FallbackPolicy policy = fallback_policy();  // a bad value is refused before anything is loaded
   py::module_ executors = py::module_::import("et_tensorrt.runtime.executors");
   choice.recorded_device = blob.execution_device;
@@ -81,6 +82,8 @@ py::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t
   // tensors viewing `data` in place (the PyTorch executor's weights: no copy), each holding `owner` alive.
   py::dict parsed = blob_to_python(blob, data, py::memoryview::from_memory(data, static_cast<py::ssize_t>(size)),
                                    std::move(owner), named);
+  parsed["program_scope"] = scope.id;  // the executors' key for the states the program's methods share
+  parsed["method"] = scope.method;
   py::object executor;
   try {
     if (choice.reason.empty()) {

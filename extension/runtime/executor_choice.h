@@ -15,6 +15,7 @@
 
 #include "blob_reader.h"
 #include "named_data.h"
+#include "program_scope.h"
 
 namespace et_tensorrt {
 
@@ -46,8 +47,10 @@ int cuda_device_count();
 // `owner` (the delegate's, owning `data`): the executor's weights are views of `data` that keep it alive
 // (blob_to_python's "weight_views"); without one, they are copied out of `data`. `named`: the blob's named data,
 // resolved by the delegate (the engine and weights that are not in `data`).
+// `scope`: the loaded program and method (program_scope.h) under which the executor binds the states shared by
+// the program's methods.
 pybind11::object create_executor(const DelegateBlob& blob, const uint8_t* data, size_t size, int cuda_devices,
                                  ExecutorChoice& choice, std::shared_ptr<const void> owner = nullptr,
-                                 const NamedData* named = nullptr);
+                                 const NamedData* named = nullptr, const ProgramScope& scope = {});
 
 }  // namespace et_tensorrt

@@ -261,6 +261,10 @@ std::string PlacementPlan::repr() const {
   for (const StatePlacement& s : states) {
     out << "\n  state " << s.name << ": owned on " << device_str(s.device) << ", "
         << (s.in_place ? "updated in place" : "copied back on the device") << ", " << s.bytes << " B";
+    if (!s.methods.empty()) {
+      out << ", shared by";
+      for (size_t m = 0; m < s.methods.size(); ++m) out << (m ? ", " : " ") << s.methods[m];
+    }
   }
   return out.str();
 }

@@ -35,7 +35,7 @@ def _refit_map(export, weights, aten_ep, label: str, derived=None):
 def _named(job: PartitionJob) -> None:
     """The engine and every non-empty weight as named data under their content keys (no copy: the engine stays in
     its file, the weights in the program's memory, until ExecuTorch writes them)."""
-    entries = []
+    entries = [job.program_marker] if job.program_marker is not None else []
     if job.engine is not None:
         key = named_data.engine_key(job.engine)
         job.named.append(blob_mod.NamedRef(blob_mod.NAMED_ENGINE, 0, key, len(job.engine)))
@@ -92,3 +92,5 @@ def run(job: PartitionJob) -> None:
         _named(job)
     else:
         _hint_named_data(job)
+        if job.program_marker is not None:  # shared states need the program to carry named data (program_scope.h)
+            job.data_store = named_data.data_store([job.program_marker], "pte")

@@ -58,6 +58,11 @@ class PartitionJob:
     # inputs
     edge_program: ExportedProgram
     compile_specs: list[CompileSpec]
+    # the program's methods (preprocess_multimethod): this partition's method, and per state it shares with other
+    # methods the methods that declare it, with the named datum that marks the program (backend/state_sharing.py)
+    method: str = ""
+    shared_states: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    program_marker: tuple[str, bytes] | None = None
     # options
     options: dict[str, str] = field(default_factory=dict)  # the decoded compile specs
     build: cs.BuildOptions | None = None

@@ -8,10 +8,12 @@ from et_tensorrt import blob as blob_mod
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recorders
 
 
-def state_table(states) -> bytes:
-    """The blob's STATE section for the partition's states (state_lifting.State)."""
+def state_table(states, shared: dict[str, tuple[str, ...]] | None = None) -> bytes:
+    """The blob's STATE section for the partition's states (state_lifting.State); ``shared``: buffer name -> the
+    program's methods that declare it too (backend/state_sharing.py)."""
     from et_tensorrt import state_table as table
 
+    shared = shared or {}
     entries = []
     for s in states:
         guard = s.guard
@@ -29,6 +31,7 @@ def state_table(states) -> bytes:
                 length_input=guard.length_input if guard else table.NO_INPUT,
                 length_dim=guard.length_dim if guard else 0,
                 length_value=guard.length_value if guard else 0,
+                methods=shared.get(s.buffer, ()),
             )
         )
     return table.encode_state_table(entries)
@@ -63,7 +66,7 @@ def run(job: PartitionJob) -> None:
         graph=job.graph,
         weights=job.weights,
         refit_map=job.refit.payload if job.refit is not None else None,
-        state=state_table(job.states) if job.states else None,
+        state=state_table(job.states, job.shared_states) if job.states else None,
         recipe=job.recipe,
         metadata=job.metadata,
         exec_device_type=exec_type,
