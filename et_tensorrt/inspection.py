@@ -470,7 +470,9 @@ def format_delegate(d: DelegateInfo) -> list:
     if b.states:
         total = _kib(sum(e.nbytes for e in b.states))
         lines.append(f"  state the delegate owns on {exec_dev} ({total}, docs/stateful-decode.md):")
-        rows = [("state", "spec", "update", "initial", "write positions")]
+        # A state several methods declare is one buffer of the loaded program (docs/stateful-decode.md).
+        shared = any(e.shared for e in b.states)
+        rows = [("state", "spec", "update", "initial", "write positions") + (("shared by",) if shared else ())]
         for e in b.states:
             guard = "-" if e.position_input < 0 else f"input {e.position_input}"
             if e.position_input >= 0 and e.position_kind == 1:
@@ -483,6 +485,7 @@ def format_delegate(d: DelegateInfo) -> list:
                     "zeros" if e.initial is None else "bytes",
                     guard,
                 )
+                + ((", ".join(e.methods) or "-",) if shared else ())
             )
         lines.extend(table(rows, indent="  "))
     return lines

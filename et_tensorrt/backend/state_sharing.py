@@ -70,6 +70,7 @@ def shared_states(programs: Mapping[str, Sequence[ExportedProgram]]) -> dict[str
         methods = sorted({d.method for d in ds})
         if len(methods) < 2:
             continue
+        ds = sorted(ds, key=lambda d: d.method)  # the error names them in one order, whatever the dict's
         first = ds[0]
         for d in ds[1:]:
             if (d.dtype, d.shape, d.initial) != (first.dtype, first.shape, first.initial):

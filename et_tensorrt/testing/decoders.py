@@ -9,6 +9,10 @@ Tiny configs with random weights (nothing is downloaded):
 
 ``decode(decoder, pte, tokens)`` runs the prompt then one token per call through :class:`et_tensorrt.Runner`
 and the eager model side by side, and returns per step the largest error and the delegate's bytes moved.
+
+``prefill_decode(decoder)`` is the same decoder as a program of two methods, as ExecuTorch's CUDA backend and
+optimum-executorch export LLMs: ``prefill`` (the prompt) and ``decode`` (one token);
+``decode(..., methods=PREFILL_DECODE)`` runs them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ MAX_CONTEXT = 32
 VOCAB = 128
 
 
+PREFILL_DECODE = ("prefill", "decode")
+
+
 @dataclass
 class Decoder:
     name: str
@@ -34,6 +41,15 @@ class Decoder:
     inputs: Callable[[list[int], int], tuple[tuple, dict]]
     prompt_tokens: bool  # whether one call may take several tokens
     cache_bytes: int
+    # another export of the same model: (tokens of one call) -> its program (prefill_decode's methods)
+    export: Callable[[list[int]], torch.export.ExportedProgram] | None = None
+
+
+def prefill_decode(decoder: Decoder, prompt: int = 4) -> dict[str, torch.export.ExportedProgram]:
+    """The decoder as two methods of one program: ``prefill``, its own program when it takes several tokens (a
+    dynamic length) else ``prompt`` tokens exported statically, and ``decode``, one token exported statically."""
+    prefill = decoder.program if decoder.prompt_tokens else decoder.export(list(range(1, prompt + 1)))
+    return {"prefill": prefill, "decode": decoder.export([1])}
 
 
 def executorch_llama(
@@ -74,6 +90,10 @@ def executorch_llama(
     example, _ = inputs([3, 5, 7] if dynamic else [3], 0)
     shapes = ({1: torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)}, {"input_pos": {0: None}}) if dynamic else None
     program = torch.export.export(model, example, dynamic_shapes=shapes, strict=False)
+
+    def export(tokens):  # static: as many tokens as given
+        return torch.export.export(model, inputs(tokens, 0)[0], strict=False)
+
     cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if "kv_cache" in n)
     return Decoder(
         f"executorch llama ({'enable_dynamic_shape' if dynamic else 'static'}"
@@ -85,6 +105,7 @@ def executorch_llama(
         inputs,
         dynamic,
         cache,
+        export,
     )
 
 
@@ -110,7 +131,11 @@ def hf_llama(layers: int = 2) -> Decoder:
         cache_config={"batch_size": 1, "max_cache_len": MAX_CONTEXT},
     )
     exportable = TorchExportableModuleForDecoderOnlyLM(model)
-    program = exportable.export(input_ids=torch.tensor([[1]]), cache_position=torch.tensor([0]))
+
+    def export(tokens):  # static: as many tokens as given, from position 0
+        return exportable.export(input_ids=torch.tensor([tokens]), cache_position=torch.arange(len(tokens)))
+
+    program = export([1])
     # transformers 5's outer forward drops cache_position; the module it exports is the inner one
     reference = copy.deepcopy(exportable.model)
 
@@ -119,7 +144,7 @@ def hf_llama(layers: int = 2) -> Decoder:
         return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
 
     cache = sum(b.numel() * b.element_size() for n, b in exportable.named_buffers() if "_cache_" in n)
-    return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache)
+    return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache, export)
 
 
 @dataclass
@@ -136,24 +161,34 @@ def _flat(inputs) -> list[torch.Tensor]:
     return [t for t in torch.utils._pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)]
 
 
-def decode(decoder: Decoder, pte, tokens: Sequence[int], prompt: int = 1) -> list[Step]:
-    """The first ``prompt`` tokens in one call (when the decoder takes several), then one per call, from
-    position 0; ``pte`` is the program's bytes or a :class:`et_tensorrt.Runner` of it."""
+def decode(
+    decoder: Decoder, pte, tokens: Sequence[int], prompt: int = 1, methods: tuple[str, str] | None = None
+) -> list[Step]:
+    """The first ``prompt`` tokens in one call (when the decoder takes several, or ``methods`` names a prefill
+    method), then one per call, from position 0; ``pte`` is the program's bytes or a :class:`et_tensorrt.Runner` of
+    it, or any ``(inputs, method) -> outputs`` callable (ExecuTorch's own runtime). ``methods``: (the prompt's
+    method, the single tokens' method), ``forward`` for both by default."""
     from et_tensorrt import Runner
 
-    runner = pte if isinstance(pte, Runner) else Runner(pte)
-    calls = [list(tokens[:prompt])] + [[t] for t in tokens[prompt:]] if decoder.prompt_tokens else [[t] for t in tokens]
+    prefill, single = methods or ("forward", "forward")
+    several = decoder.prompt_tokens or methods is not None
+    if callable(pte) and not isinstance(pte, (bytes, Runner)):
+        run, plans_of = pte, lambda: []
+    else:
+        runner = pte if isinstance(pte, Runner) else Runner(pte)
+        run, plans_of = (lambda inputs, method: runner.run(inputs, method=method)), lambda: runner.last_plans
+    calls = [list(tokens[:prompt])] + [[t] for t in tokens[prompt:]] if several else [[t] for t in tokens]
     steps, start = [], 0
-    for call in calls:
+    for n, call in enumerate(calls):
         args, kwargs = decoder.inputs(call, start)
         with torch.no_grad():
             expected = decoder.eager(*args, **kwargs)
         expected = expected[0] if isinstance(expected, (tuple, list)) else expected
         began = time.perf_counter()
-        got = runner.run(_flat((args, kwargs)))[0]
+        got = run(_flat((args, kwargs)), prefill if n == 0 else single)[0]
         seconds = time.perf_counter() - began
         expected = expected.reshape(got.shape) if expected.numel() == got.numel() else expected[..., -1, :]
-        plans = runner.last_plans
+        plans = plans_of()
         steps.append(
             Step(
                 tokens=len(call),

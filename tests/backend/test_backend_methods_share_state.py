@@ -1,0 +1,143 @@
+"""A decoder exported as two methods of one program (``prefill`` and ``decode``, as ExecuTorch's CUDA backend and
+optimum-executorch export LLMs): the KV cache is one state of the loaded program, bound by both methods'
+delegates, so decode reads what prefill wrote, through Runner and through ExecuTorch's own Python runtime."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import et_tensorrt
+from et_tensorrt import _C, Runner
+from et_tensorrt.blob import read_blob
+from et_tensorrt.errors import StateSharingError
+from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes, named_data
+from et_tensorrt.runtime import state
+from et_tensorrt.testing import decoders
+from et_tensorrt.testing.decoders import PREFILL_DECODE
+
+TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
+PROMPT = 4
+TOLERANCE = 1e-4  # fp32 against eager fp32
+LOGITS = decoders.VOCAB * 4
+
+
+@pytest.fixture(scope="module", params=["executorch_llama_dynamic", "hf_llama"])
+def two_methods(request):
+    decoder = {
+        "executorch_llama_dynamic": lambda: decoders.executorch_llama(dynamic=True),
+        "hf_llama": decoders.hf_llama,
+    }[request.param]()
+    pte = et_tensorrt.lower(decoders.prefill_decode(decoder, PROMPT))
+    return decoder, pte, et_tensorrt.lower.last_reports
+
+
+def _decode(decoder, runner_or_run):
+    return decoders.decode(decoder, runner_or_run, TOKENS, prompt=PROMPT, methods=PREFILL_DECODE)
+
+
+def test_each_method_is_one_engine_over_the_shared_cache(two_methods):
+    decoder, pte, reports = two_methods
+    assert sorted(reports) == ["decode", "prefill"]
+    assert all(len(r.partitions) == 1 and not r.host_nodes for r in reports.values())
+    blobs = [read_blob(b) for b in delegate_blobs(pte)]
+    assert len(blobs) == 2
+    for blob in blobs:
+        caches = [e for e in blob.states if "cache" in e.name]
+        assert caches and all(e.methods == PREFILL_DECODE[::-1] for e in caches)  # sorted: decode, prefill
+    assert {e.name for e in blobs[0].states} == {e.name for e in blobs[1].states}
+
+
+def test_decode_reads_what_prefill_wrote(two_methods):
+    decoder, pte, _ = two_methods
+    steps = _decode(decoder, pte)
+    assert len(steps) >= 12 and steps[0].tokens == PROMPT
+    assert max(s.max_error for s in steps) <= TOLERANCE, [s.max_error for s in steps]
+    for step in steps[1:]:
+        assert step.bytes_moved <= 2 * LOGITS + 256, step.plans
+        (plan,) = step.plans
+        caches = [s for s in plan.states if "cache" in s.name]
+        assert caches and all(s.update == "in place" and s.bytes == 0 for s in caches)
+        assert all(list(s.methods) == ["decode", "prefill"] for s in caches)
+
+
+def test_executorch_runtime_shares_it_too(two_methods):
+    from executorch.runtime import Runtime
+
+    decoder, pte, _ = two_methods
+    program = Runtime.get().load_program(pte)
+    methods = {}
+
+    def run(inputs, method):
+        if method not in methods:
+            methods[method] = program.load_method(method)
+        return methods[method].execute(inputs)
+
+    steps = _decode(decoder, run)
+    assert max(s.max_error for s in steps) <= TOLERANCE, [s.max_error for s in steps]
+
+
+def test_reset_frees_the_states_and_each_load_holds_its_own(two_methods):
+    decoder, pte, _ = two_methods
+    names = len(read_blob(delegate_blobs(pte)[0]).states)
+    prompt = decoders._flat(decoder.inputs(TOKENS[:PROMPT], 0))
+    token = decoders._flat(decoder.inputs([TOKENS[PROMPT]], PROMPT))
+    runner, other = Runner(pte), Runner(pte)
+    runner.run(prompt, method="prefill")
+    after_prompt = runner.run(token, method="decode")[0]
+    empty = other.run(token, method="decode")[0]  # its own load: its caches hold nothing of runner's prompt
+    assert float((after_prompt - empty).abs().max()) > 1e-3
+    assert sorted(state.held_states().values()) == [1] * names + [2] * names  # other: decode only; runner: both
+    runner.reset()  # both methods' delegates go, and with them the program's states
+    assert sorted(state.held_states().values()) == [1] * names
+    assert float((runner.run(token, method="decode")[0] - empty).abs().max()) <= TOLERANCE
+
+
+def test_inspect_says_which_methods_share_it(two_methods):
+    _, pte, _ = two_methods
+    text = format_program(inspect_bytes(pte)) + "\n"
+    assert (
+        len(re.findall(r"cache\S*\s+float32\(1, 2, 32, 16\)\s+in place\s+zeros\s+input \d.*\s+decode, prefill\n", text))
+        == 8
+    ), text
+
+
+def test_a_shared_state_without_a_program_to_key_it_is_refused(two_methods):
+    _, pte, _ = two_methods
+    blob, named = delegate_blobs(pte)[0], named_data(pte)
+    with pytest.raises(StateSharingError, match=r"shared by the methods decode, prefill, but this program carries no"):
+        _C.create_executor(blob, 0, named)
+    # the same blob as two delegates of one loaded program: one tensor per state
+    a, _ = _C.create_executor(blob, 0, named, program_scope=7, method="prefill")
+    b, _ = _C.create_executor(blob, 0, named, program_scope=7, method="decode")
+    assert all(a.state[name] is b.state[name] for name in a.state)
+    a.close(), b.close()
+    assert not state.held_states()
+
+
+def test_methods_declaring_one_buffer_differently_are_refused():
+    short, long = decoders.executorch_llama(), decoders.executorch_llama()
+    long.program = _longer_cache()
+    with pytest.raises(StateSharingError) as e:
+        et_tensorrt.lower({"prefill": long.program, "decode": short.program})
+    assert re.match(
+        r"the buffer 'layers\.0\.attention\.kv_cache\.k_cache' is updated by the methods 'decode' as float32\(1, 2, "
+        r"32, 16\) \(zeros\) and 'prefill' as float32\(1, 2, 64, 16\) \(zeros\): methods of one program share a "
+        r"buffer by its name",
+        str(e.value),
+    ), str(e.value)
+
+
+def _longer_cache():
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    args = ModelArgs(
+        dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=decoders.VOCAB, hidden_dim=128, max_seq_len=64,
+        max_context_len=64, max_batch_size=1, use_kv_cache=True,
+    )  # fmt: skip
+    model = construct_transformer(args).eval().requires_grad_(False)
+    example = (torch.tensor([[1]]), {"input_pos": torch.tensor([0])})
+    return torch.export.export(model, example, strict=False)
