@@ -36,6 +36,8 @@ NAMED_DATA = "et_tensorrt.named_data"  # b"off" | b"pte" | b"ptd": engines and w
 DEVICE_BUILD = "et_tensorrt.device_build"  # b"1" | b"0": a RECIPE in each blob, to build the engine on the device
 # b"1" | b"0": refuse activation quantization TensorRT cannot express instead of running it in float
 STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
+# b"1" | b"0": a method whose partition computes what another method's engine does runs that engine (one copy)
+SHARE_ENGINES = "et_tensorrt.share_engines"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.backend.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -235,6 +237,17 @@ class BuildOptions:
         "it); with named data each weight is stored once per program, shared by every partition and method",
         _named_data,
         shapes_engine=False,
+    )
+
+    share_engines: bool = _option(
+        SHARE_ENGINES,
+        True,
+        "a method whose partition computes what another method's engine does (decode: prefill at one token) runs "
+        "that engine instead of building its own: one engine stored and loaded per program "
+        "(backend/engine_sharing.py checks the weights, states, shapes and results first)",
+        _flag("share_engines"),
+        _flag_text,
+        shapes_engine=False,  # which engine a partition runs, not what an engine is
     )
 
     def __post_init__(self) -> None:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import copy
 
+import torch
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import progress
+from et_tensorrt.backend import engine_sharing
 from et_tensorrt.backend.stages import STAGES
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, record_exports, stats
 from et_tensorrt.backend.stages.serialize import state_table
@@ -76,23 +78,42 @@ class EtTensorRTBackend(BackendDetails):
         (backend/state_sharing.py); declared differently, the lowering stops here with StateSharingError."""
         shared = shared_states(edge_programs)
         marker = program_marker(shared) if shared else None
-        results = {}
-        for method, programs in edge_programs.items():
-            results[method] = []
-            for program, specs in zip(programs, compile_specs[method]):
+        results = {method: [None] * len(programs) for method, programs in edge_programs.items()}
+        built: list[PartitionJob] = []  # partitions whose engines a later method's partition may run
+        # Methods with dynamic shapes first (a prefill): their engines hold the fixed shapes of the others.
+        for method in sorted(edge_programs, key=lambda m: not any(map(_dynamic, edge_programs[m]))):
+            for i, (program, specs) in enumerate(zip(edge_programs[method], compile_specs[method])):
                 mine = set(owned_buffers(program, method))
                 job = PartitionJob(program, specs, method=method)
                 job.shared_states = {name: methods for name, methods in shared.items() if name in mine}
                 job.program_marker = marker if job.shared_states else None
-                results[method].append(_run(job))
+                results[method][i] = _run(job, built)
+                built.append(job)
         return results
 
 
-def _run(job: PartitionJob) -> PreprocessResult:
-    """One partition through the stages."""
+def _dynamic(program: ExportedProgram) -> bool:
+    return any(
+        isinstance(d, torch.SymInt)
+        for n in program.graph.nodes
+        if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
+        for d in n.meta["val"].shape
+    )
+
+
+def _run(job: PartitionJob, built: list[PartitionJob] = ()) -> PreprocessResult:
+    """One partition through the stages; ``built``: other methods' partitions, whose engine it runs where it
+    computes the same (backend/engine_sharing.py): it then builds none of its own."""
+    donor = None
     for stage in STAGES:
         if job.from_cache and not stage.on_cache_hit:
             continue  # served from the build cache: no ONNX export, validation or build
+        if donor is not None and stage.name in engine_sharing.SKIPPED:
+            continue
         with progress.step(lambda: job.label or "partition", stage.name):  # et_tensorrt.progress
             stage.run(job)
+        if stage.name == "metadata" and built and job.build.share_engines:
+            donor = engine_sharing.donor_for(job, built)
+            if donor is not None:
+                engine_sharing.share(job, donor)
     return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)

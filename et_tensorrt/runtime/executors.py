@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
+from ..blob import DEVICE_CUDA, NAMED_ENGINE, Blob, program_digest, scalar_type_dtype
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
-from . import graph_program, state
+from . import graph_program, shared, state
 
 log = logging.getLogger("et_tensorrt")
 
@@ -176,9 +176,14 @@ class TensorRTExecutor:
         self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
         self.state_updates = {b.name: b.update for b in self._states}
 
+    engine_key = None  # the program's shared engine this executor holds (tensorrt_executor)
+
     def close(self) -> None:
-        """Lets go of the program's shared states (the delegate calls it when its method goes)."""
+        """Lets go of the program's shared states and engine (the delegate calls it when its method goes)."""
         self._held.close()
+        if self.engine_key is not None:
+            _engines.release(self.engine_key)
+            self.engine_key = None
 
     def _profile_ranges(self) -> list[list]:
         ranges = []
@@ -426,16 +431,47 @@ def _recorded(executor, blob: Blob):
     return _Recorded(executor, program_digest(blob), list(_recorders)) if _recorders else executor
 
 
+_engines = shared.Registry()  # (program scope, engine key, device) -> (engine, origin) its methods' delegates run
+
+
+def _engine_key(blob: Blob, scope: int, device: torch.device) -> tuple | None:
+    """The key of a named engine in its loaded program (methods that run one engine name the same datum,
+    backend/engine_sharing.py), or None: deserialized for this delegate alone."""
+    named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
+    return (scope, named[0], str(device)) if scope and named else None
+
+
 def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | str:
     """The TensorRT executor on ``device``, or why no engine loads here (a string). Its ``origin`` says where a
-    device-built engine came from (the plan's ``engine_origin``; "" for the blob's own)."""
+    device-built engine came from (the plan's ``engine_origin``; "" for the blob's own). Delegates of one loaded
+    program that run one engine share it, deserialized once (its memory on the device once); each has its own
+    execution context."""
     blob = _blob(parsed)
-    engine, origin, reason = _deserialize(blob, device)
-    if engine is None:
-        return reason
-    executor = TensorRTExecutor(blob, device, engine, _scope(parsed))
+    key = _engine_key(blob, parsed.get("program_scope", 0), device)
+
+    def load():
+        engine, origin, reason = _deserialize(blob, device)
+        if engine is None:
+            raise _NoEngine(reason)
+        return engine, origin
+
+    try:
+        (engine, origin), _ = _engines.acquire(key, load) if key else (load(), "")
+    except _NoEngine as e:
+        return str(e)
+    try:
+        executor = TensorRTExecutor(blob, device, engine, _scope(parsed))
+    except BaseException:
+        if key:
+            _engines.release(key)
+        raise
     executor.origin = origin
+    executor.engine_key = key
     return _recorded(executor, blob)
+
+
+class _NoEngine(Exception):
+    """Why no engine loads here (tensorrt_executor returns it as its string)."""
 
 
 def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorchExecutor:

@@ -6,39 +6,25 @@ table's initial contents by the first delegate that needs it and freed when the 
 ``prefill`` and a ``decode`` method therefore read and write one KV cache on the device, whichever runs; two loads of
 one program (two ``Runner`` s) hold two.
 
-With PyTorch:
-
-The embedded program is functional: a buffer's new value is a BUFFER_MUTATION output (``index_put`` of the
-cache, ``add`` of a counter). ``write_in_place`` rewrites it so that each call updates the state tensors
-themselves: a cache write the program makes only once becomes ``index_put_``/``index_copy_`` into the state
-(no copy of the cache), any other new value is ``copy_``-ed into its state at the end of the call. The state
-tensors are the executor's (fresh copies of the STATE table's initial contents, on its device), so two loads
-of one program never share them.
+With PyTorch, the embedded program is functional: a buffer's new value is a BUFFER_MUTATION output (``index_put`` of
+the cache, ``add`` of a counter). ``write_in_place`` rewrites it so that each call updates the state tensors
+themselves: a cache write the program makes only once becomes ``index_put_``/``index_copy_`` into the state (no copy
+of the cache), any other new value is ``copy_``-ed into its state at the end of the call.
 """
 
 from __future__ import annotations
-
-import threading
-from dataclasses import dataclass
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from ..errors import StateSharingError
+from . import shared
 
 aten = torch.ops.aten
 _IN_PLACE = {aten.index_put.default: aten.index_put_.default, aten.index_copy.default: aten.index_copy_.default}
 
 
-@dataclass
-class _Held:
-    tensor: torch.Tensor
-    method: str  # the first method that made it (for errors)
-    holders: int = 0
-
-
-_lock = threading.Lock()
-_held: dict[tuple[int, str], _Held] = {}  # (program scope, buffer name) -> the one tensor its methods bind
+_states = shared.Registry()  # (program scope, buffer name) -> the one tensor the program's methods bind
 
 
 class States:
@@ -49,18 +35,13 @@ class States:
         self._keys = shared_keys
 
     def close(self) -> None:
-        with _lock:
-            for key in self._keys:
-                held = _held.get(key)
-                if held is not None:
-                    held.holders -= 1
-                    if held.holders == 0:
-                        del _held[key]
+        for key in self._keys:
+            _states.release(key)
         self._keys = []
 
 
-def _spec(t: torch.Tensor) -> str:
-    return f"{str(t.dtype).replace('torch.', '')}{tuple(t.shape)} on {t.device}"
+def _spec(dtype: torch.dtype, shape, device) -> str:
+    return f"{str(dtype).replace('torch.', '')}{tuple(shape)} on {device}"
 
 
 def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> States:
@@ -69,49 +50,37 @@ def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> 
     tensor the loaded program ``scope`` holds under its name, made now if no method holds it yet.
     StateSharingError when a shared state cannot be one buffer: no scope (the program carries no named data to tell
     which program a delegate belongs to), or another method holds it in another dtype, shape or device."""
-    tensors, keys = {}, []
-    with _lock:
-        try:
-            for e in entries:
-                if not e.shared:
-                    tensors[e.name] = e.initial_tensor(device)
-                    continue
-                if not scope:
-                    raise StateSharingError(
-                        f"the state {e.name!r} is shared by the methods {', '.join(e.methods)}, but this program "
-                        "carries no named data, so its delegates cannot tell which loaded program they belong to; "
-                        "lower it again with named_data='pte' or 'ptd' (the default for several methods)"
-                    )
-                key = (scope, e.name)
-                held = _held.get(key)
-                if held is None:
-                    held = _held[key] = _Held(e.initial_tensor(device), method)
-                else:
-                    t = held.tensor
-                    if t.dtype != e.dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
-                        wanted = f"{str(e.dtype).replace('torch.', '')}{tuple(e.shape)} on {device}"
-                        raise StateSharingError(
-                            f"method {method!r} needs the state {e.name!r} as {wanted}, but method {held.method!r} "
-                            f"holds it as {_spec(t)}: the methods cannot share it (run them on one device, or lower "
-                            "them from one model)"
-                        )
-                held.holders += 1
-                keys.append(key)
-                tensors[e.name] = held.tensor
-        except BaseException:
-            for key in keys:  # undo this call's holds (under the lock already)
-                held = _held[key]
-                held.holders -= 1
-                if held.holders == 0:
-                    del _held[key]
-            raise
-    return States(tensors, keys)
+    held = States({}, [])
+    try:
+        for e in entries:
+            if not e.shared:
+                held.tensors[e.name] = e.initial_tensor(device)
+                continue
+            if not scope:
+                raise StateSharingError(
+                    f"the state {e.name!r} is shared by the methods {', '.join(e.methods)}, but this program "
+                    "carries no named data, so its delegates cannot tell which loaded program they belong to; "
+                    "lower it again with named_data='pte' or 'ptd' (the default for several methods)"
+                )
+            key = (scope, e.name)
+            t, maker = _states.acquire(key, lambda e=e: e.initial_tensor(device), method)
+            held._keys.append(key)
+            if t.dtype != e.dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
+                raise StateSharingError(
+                    f"method {method!r} needs the state {e.name!r} as {_spec(e.dtype, e.shape, device)}, but method "
+                    f"{maker!r} holds it as {_spec(t.dtype, t.shape, t.device)}: the methods cannot share it (run "
+                    "them on one device, or lower them from one model)"
+                )
+            held.tensors[e.name] = t
+    except BaseException:
+        held.close()  # this call's holds
+        raise
+    return held
 
 
 def held_states() -> dict[tuple[int, str], int]:
     """(program scope, state name) -> how many delegates hold it: what the process holds now (tests, tools)."""
-    with _lock:
-        return {key: held.holders for key, held in _held.items()}
+    return _states.holders()
 
 
 def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, str]:

@@ -41,15 +41,16 @@ class Decoder:
     inputs: Callable[[list[int], int], tuple[tuple, dict]]
     prompt_tokens: bool  # whether one call may take several tokens
     cache_bytes: int
-    # another export of the same model: (tokens of one call) -> its program (prefill_decode's methods)
-    export: Callable[[list[int]], torch.export.ExportedProgram] | None = None
+    # another export of the same model: (example tokens of one call, whether their number is dynamic) -> its
+    # program (prefill_decode's methods)
+    export: Callable[[list[int], bool], torch.export.ExportedProgram] | None = None
 
 
 def prefill_decode(decoder: Decoder, prompt: int = 4) -> dict[str, torch.export.ExportedProgram]:
-    """The decoder as two methods of one program: ``prefill``, its own program when it takes several tokens (a
-    dynamic length) else ``prompt`` tokens exported statically, and ``decode``, one token exported statically."""
-    prefill = decoder.program if decoder.prompt_tokens else decoder.export(list(range(1, prompt + 1)))
-    return {"prefill": prefill, "decode": decoder.export([1])}
+    """The decoder as two methods of one program, as ExecuTorch's CUDA examples export them: ``prefill`` with a
+    dynamic number of tokens (its own program when it already takes several) and ``decode``, one token, static."""
+    prefill = decoder.program if decoder.prompt_tokens else decoder.export(list(range(1, prompt + 1)), True)
+    return {"prefill": prefill, "decode": decoder.export([1], False)}
 
 
 def executorch_llama(
@@ -87,12 +88,13 @@ def executorch_llama(
     def inputs(tokens, start):
         return (torch.tensor([tokens], dtype=torch.long), {"input_pos": torch.tensor([start], dtype=torch.long)}), {}
 
-    example, _ = inputs([3, 5, 7] if dynamic else [3], 0)
-    shapes = ({1: torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)}, {"input_pos": {0: None}}) if dynamic else None
-    program = torch.export.export(model, example, dynamic_shapes=shapes, strict=False)
+    def export(tokens, dynamic_length):
+        shapes = ({1: torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)}, {"input_pos": {0: None}})
+        return torch.export.export(
+            model, inputs(tokens, 0)[0], dynamic_shapes=shapes if dynamic_length else None, strict=False
+        )
 
-    def export(tokens):  # static: as many tokens as given
-        return torch.export.export(model, inputs(tokens, 0)[0], strict=False)
+    program = export([3, 5, 7] if dynamic else [3], dynamic)
 
     cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if "kv_cache" in n)
     return Decoder(
@@ -132,10 +134,13 @@ def hf_llama(layers: int = 2) -> Decoder:
     )
     exportable = TorchExportableModuleForDecoderOnlyLM(model)
 
-    def export(tokens):  # static: as many tokens as given, from position 0
-        return exportable.export(input_ids=torch.tensor([tokens]), cache_position=torch.arange(len(tokens)))
+    def export(tokens, dynamic_length):  # from position 0
+        seq = torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)
+        shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic_length else None
+        ids, positions = torch.tensor([tokens]), torch.arange(len(tokens))
+        return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
 
-    program = export([1])
+    program = export([1], False)
     # transformers 5's outer forward drops cache_position; the module it exports is the inner one
     reference = copy.deepcopy(exportable.model)
 

@@ -1,6 +1,7 @@
 """A decoder exported as two methods of one program (``prefill`` and ``decode``, as ExecuTorch's CUDA backend and
 optimum-executorch export LLMs): the KV cache is one state of the loaded program, bound by both methods'
-delegates, so decode reads what prefill wrote, through Runner and through ExecuTorch's own Python runtime."""
+delegates, so decode reads what prefill wrote, through Runner and through ExecuTorch's own Python runtime; decode
+runs prefill's engine (one stored), and its weights are stored once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import et_tensorrt
 from et_tensorrt import _C, Runner
-from et_tensorrt.blob import read_blob
+from et_tensorrt.blob import NAMED_ENGINE, read_blob
 from et_tensorrt.errors import StateSharingError
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes, named_data
 from et_tensorrt.runtime import state
@@ -37,16 +38,24 @@ def _decode(decoder, runner_or_run):
     return decoders.decode(decoder, runner_or_run, TOKENS, prompt=PROMPT, methods=PREFILL_DECODE)
 
 
-def test_each_method_is_one_engine_over_the_shared_cache(two_methods):
+def test_both_methods_run_one_engine_over_the_shared_cache(two_methods):
     decoder, pte, reports = two_methods
     assert sorted(reports) == ["decode", "prefill"]
     assert all(len(r.partitions) == 1 and not r.host_nodes for r in reports.values())
-    blobs = [read_blob(b) for b in delegate_blobs(pte)]
-    assert len(blobs) == 2
-    for blob in blobs:
+    blobs = {m.name: m.delegates[0].blob for m in inspect_bytes(pte).methods if m.delegates}
+    for blob in blobs.values():
         caches = [e for e in blob.states if "cache" in e.name]
         assert caches and all(e.methods == PREFILL_DECODE[::-1] for e in caches)  # sorted: decode, prefill
-    assert {e.name for e in blobs[0].states} == {e.name for e in blobs[1].states}
+    prefill, decode = blobs["prefill"], blobs["decode"]
+    assert [e.name for e in prefill.states] == [e.name for e in decode.states]
+    # one engine, named data under one key: stored once, deserialized once per loaded program
+    engine_keys = {n.key for b in blobs.values() for n in b.named if n.target == NAMED_ENGINE}
+    assert len(engine_keys) == 1 and decode.metadata["engine_shared_with"] == "prefill (engine 1/1)"
+    assert {e.name for e in decode.io} <= {e.name for e in prefill.io}  # bound by the engine's names
+    assert all(d.is_static for e in decode.io for d in e.dims)  # decode's own (one-token) shapes
+    named = named_data(pte)
+    weights = [n.key for b in blobs.values() for n in b.named if n.target != NAMED_ENGINE]
+    assert len(set(weights)) < len(weights) and set(weights) <= set(named)  # a weight both read is one datum
 
 
 def test_decode_reads_what_prefill_wrote(two_methods):
@@ -127,6 +136,21 @@ def test_methods_declaring_one_buffer_differently_are_refused():
         r"buffer by its name",
         str(e.value),
     ), str(e.value)
+
+
+def test_a_method_that_computes_otherwise_gets_its_own_engine():
+    import copy
+
+    import torch
+
+    decoder = decoders.executorch_llama(dynamic=True)
+    other = copy.deepcopy(decoder.eager)
+    other.layers[0].attention.wo.weight.data.mul_(-1)  # same shapes, states and arguments; another result
+    decode = torch.export.export(other, decoder.inputs([1], 0)[0], strict=False)
+    pte = et_tensorrt.lower({"prefill": decoder.program, "decode": decode})
+    blobs = [read_blob(b) for b in delegate_blobs(pte)]
+    assert len({n.key for b in blobs for n in b.named if n.target == NAMED_ENGINE}) == 2
+    assert not any("engine_shared_with" in b.metadata for b in blobs)
 
 
 def _longer_cache():
