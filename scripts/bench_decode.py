@@ -16,6 +16,11 @@ calls after it (the method calls alone), and the largest error against eager.
 Without a GPU the delegate runs its embedded program with PyTorch on the CPU (the ``executor`` column says so):
 the bytes are what the placement plan did, the times are not TensorRT's.
 
+Then the same decoders as a program of two methods (``prefill``: the prompt, a dynamic length; ``decode``: one
+token, static), as ExecuTorch's CUDA backend exports LLMs: decode's error after prefill, bytes per decode step, the
+program's bytes against the one-method program's, engines stored, the load (Runner and both methods' first calls)
+and the state the loaded program holds against what one state per method would hold.
+
 Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
 
     python scripts/bench_decode.py [--tokens 18] [--json out.json]
@@ -109,6 +114,45 @@ def run_xnnpack(decoder, tokens) -> Row:
     return row
 
 
+@dataclass
+class MethodsRow:
+    decoder: str
+    max_error: float = 0.0  # decode after prefill, against eager
+    io_bytes_per_step: float = 0.0
+    program_bytes: int = 0
+    one_method_bytes: int = 0
+    engines: int = 0  # engines stored in the program
+    load_ms: float = 0.0  # Runner, then the first prefill and decode calls (each method loads on its first call)
+    state_bytes: int = 0  # the states the loaded program holds (both methods' delegates bind them)
+    per_method_state_bytes: int = 0  # what a state per method would hold
+    error: str = ""
+
+
+def run_methods(make, tokens) -> MethodsRow:
+    from et_tensorrt import Runner
+    from et_tensorrt.blob import NAMED_ENGINE
+    from et_tensorrt.runtime import state
+
+    decoder = make()
+    row = MethodsRow(decoder.name)
+    pte = et_tensorrt.lower(decoders.prefill_decode(decoder))
+    row.program_bytes = len(pte)
+    row.one_method_bytes = len(et_tensorrt.lower(make().program))
+    blobs = [d.blob for m in inspect_bytes(pte).methods for d in m.delegates]
+    row.engines = len({n.key for b in blobs for n in b.named if n.target == NAMED_ENGINE})
+    began = time.perf_counter()
+    runner = Runner(pte)
+    created = time.perf_counter() - began
+    steps = decoders.decode(decoder, runner, tokens, prompt=4, methods=decoders.PREFILL_DECODE)
+    row.load_ms = (created + steps[0].seconds + steps[1].seconds) * 1e3  # each method loads on its first call
+    sizes = {e.name: e.nbytes for b in blobs for e in b.states}
+    row.state_bytes = sum(sizes[name] for _, name in state.held_states())
+    row.per_method_state_bytes = sum(e.nbytes for b in blobs for e in b.states)
+    row.max_error = max(s.max_error for s in steps)
+    row.io_bytes_per_step = statistics.mean(s.bytes_moved for s in steps[1:])
+    return row
+
+
 def llama_1b_projection() -> dict:
     """Llama-3.2-1B: 16 layers, 8 KV heads, head dim 64, context 2048, fp16 caches."""
     layers, kv_heads, head_dim, context, itemsize = 16, 8, 64, 2048, 2
@@ -154,6 +198,27 @@ def main() -> int:
             f"| {_fmt(r.state_bytes_per_token, ',.0f')} | {r.executor} | {_fmt(r.executor_us, '.0f')} "
             f"| {r.first_call_ms:.1f} | {r.tokens_per_s:.0f} | {r.max_error:.1e} |"
         )
+    methods = []
+    for make in (lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
+        try:
+            methods.append(run_methods(make, tokens))
+        except Exception as exc:  # noqa: BLE001
+            methods.append(MethodsRow(make().name, error=f"{type(exc).__name__}: {exc}"[:300]))
+    print("\nTwo methods (prefill: the prompt of 4, dynamic length; decode: one token) in one program:\n")
+    print(
+        "| decoder | decode max err after prefill | I/O B/decode step | program B | vs one method | engines "
+        "| load + first calls ms | state B held | one state per method would hold |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in methods:
+        if r.error:
+            print(f"| {r.decoder} | failed: {r.error} ||||||||")
+            continue
+        print(
+            f"| {r.decoder} | {r.max_error:.1e} | {r.io_bytes_per_step:,.0f} | {r.program_bytes:,} "
+            f"| {r.program_bytes / r.one_method_bytes:.2f}x | {r.engines} | {r.load_ms:.0f} | {r.state_bytes:,} "
+            f"| {r.per_method_state_bytes:,} |"
+        )
     projection = llama_1b_projection()
     print(
         f"\nLlama-3.2-1B projection (fp16 caches {projection['cache_bytes'] / 2**20:.0f} MiB): "
@@ -162,8 +227,9 @@ def main() -> int:
     )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": [asdict(r) for r in rows], "llama_3_2_1b": projection}, f, indent=1)
-    return 1 if any(r.error for r in rows if r.backend == "et_tensorrt") else 0
+            tables = {"rows": [asdict(r) for r in rows], "methods": [asdict(r) for r in methods]}
+            json.dump({**tables, "llama_3_2_1b": projection}, f, indent=1)
+    return 1 if any(r.error for r in rows if r.backend == "et_tensorrt") or any(r.error for r in methods) else 0
 
 
 if __name__ == "__main__":
