@@ -33,12 +33,23 @@ REQUIRED_METHODS = (
 )
 
 
-def missing_methods(pte: bytes) -> list[str]:
-    """The methods TextLLMRunner needs that ``pte`` lacks."""
+def _method_names(pte: bytes) -> set[str]:
     from .inspection import inspect_bytes
 
-    names = {m.name for m in inspect_bytes(pte).methods}
-    return [n for n in ("forward", *REQUIRED_METHODS) if n not in names]
+    return {m.name for m in inspect_bytes(pte).methods}
+
+
+def missing_methods(pte: bytes, decoding: Sequence[str] = ("forward",)) -> list[str]:
+    """The methods TextLLMRunner (``decoding``: the methods that take tokens) needs that ``pte`` lacks."""
+    names = _method_names(pte)
+    return [n for n in (*decoding, *REQUIRED_METHODS) if n not in names]
+
+
+def _check_files(model, tokenizer, data_path) -> None:
+    files = (("program", model), ("tokenizer", tokenizer), *((("data file", data_path),) if data_path else ()))
+    for what, path in files:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no {what} at {os.fspath(path)!r}")
 
 
 def llm_methods(
@@ -63,6 +74,54 @@ def llm_methods(
     }
     assert set(methods) == set(REQUIRED_METHODS)
     return methods
+
+
+def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
+    """``{"prefill": ..., "decode": ...}`` ExportedPrograms of one causal LM, as ExecuTorch's CUDA backend and
+    optimum-executorch export LLMs: ``prefill`` takes 1 .. max_seq_len - 1 tokens (a dynamic length), ``decode`` one.
+    Lowered together (``et_tensorrt.lower(methods, constant_methods=llm_methods(...))``) both bind one KV cache in the
+    delegate and run one engine (docs/stateful-decode.md, "Several methods").
+
+    ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)`` or ``from_pretrained(folder)``; exported
+    with its static cache of ``max_seq_len``, default its ``max_position_embeddings``, through
+    ``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache`` and
+    ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own)."""
+    import torch
+
+    if hasattr(model, "generation_config") and hasattr(model, "config"):  # HF transformers
+        from transformers import GenerationConfig
+        from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+        length = max_seq_len or model.config.max_position_embeddings
+        model.generation_config = GenerationConfig(
+            use_cache=True,
+            cache_implementation="static",
+            max_length=length,
+            cache_config={"batch_size": 1, "max_cache_len": length},
+        )
+        exportable = TorchExportableModuleForDecoderOnlyLM(model.eval())
+        seq = torch.export.Dim("seq", min=1, max=length - 1)
+
+        def export(n: int, dynamic: bool):
+            shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
+            ids, positions = torch.ones((1, n), dtype=torch.long), torch.arange(n)
+            return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
+
+        return {"prefill": export(2, True), "decode": export(1, False)}
+    params = getattr(model, "params", None)
+    if params is None or not params.use_kv_cache or not params.enable_dynamic_shape:
+        raise TypeError(
+            "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
+            "use_kv_cache=True and enable_dynamic_shape=True"
+        )
+    seq = torch.export.Dim("seq", min=1, max=params.max_seq_len - 1)
+
+    def export_llama(n: int, dynamic: bool):
+        example = (torch.ones((1, n), dtype=torch.long), {"input_pos": torch.tensor([0], dtype=torch.long)})
+        shapes = ({1: seq}, {"input_pos": {0: None}}) if dynamic else None
+        return torch.export.export(model.eval(), example, dynamic_shapes=shapes, strict=False)
+
+    return {"prefill": export_llama(2, True), "decode": export_llama(1, False)}
 
 
 @dataclass
@@ -105,7 +164,17 @@ class _Captured:
 
 
 class TextGenerator:
-    """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece)."""
+    """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece); a
+    program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`) is driven by :class:`MethodsDriver`
+    instead, as TextLLMRunner calls ``forward`` only."""
+
+    def __new__(cls, model, tokenizer, data_path=None):
+        if cls is TextGenerator and os.path.isfile(model):
+            with open(model, "rb") as f:
+                names = _method_names(f.read())
+            if {"prefill", "decode"} <= names and "forward" not in names:
+                return MethodsDriver(model, tokenizer, data_path)
+        return super().__new__(cls)
 
     def __init__(
         self, model: str | os.PathLike, tokenizer: str | os.PathLike, data_path: str | os.PathLike | None = None
@@ -113,10 +182,7 @@ class TextGenerator:
         """``data_path``: the .ptd holding the program's named data (a lowering with ``named_data="ptd"``)."""
         import et_tensorrt  # noqa: F401  (registers the backend in libexecutorch.so)
 
-        files = (("program", model), ("tokenizer", tokenizer), *((("data file", data_path),) if data_path else ()))
-        for what, path in files:
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"no {what} at {os.fspath(path)!r}")
+        _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:
             missing = missing_methods(f.read())
         if missing:
@@ -169,3 +235,114 @@ class TextGenerator:
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._runner.reset()
+
+
+def _byte_decoder() -> dict[str, int]:
+    """The byte-level BPE alphabet (GPT-2's): printable character -> the byte it stands for."""
+    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = list(visible), 0
+    for b in range(256):
+        if b not in visible:
+            visible.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(visible, chars)}
+
+
+class MethodsDriver:
+    """Generates text with a program of ``prefill`` (the prompt, one call) and ``decode`` (one token a call) methods
+    through :class:`et_tensorrt.Runner`, greedy or sampled, as TextLLMRunner does with ``forward``: the prompt's
+    tokens as they are (no BOS added), the position kept across :meth:`generate` calls until :meth:`reset`, stopping
+    at an id of ``get_eos_ids`` or the context's end. Both methods bind the one KV cache in the delegate
+    (docs/stateful-decode.md). Takes a HF ``tokenizer.json`` (the ``tokenizers`` package)."""
+
+    def __init__(self, model, tokenizer, data_path=None):
+        from tokenizers import Tokenizer
+
+        from .inspection import inspect_bytes
+        from .runtime.runner import Runner
+
+        _check_files(model, tokenizer, data_path)
+        with open(model, "rb") as f:
+            pte = f.read()
+        missing = missing_methods(pte, ("prefill", "decode"))
+        if missing:
+            raise RunnerError(
+                f"{os.fspath(model)} is not an LLM program of prefill and decode methods: it has no method(s) "
+                f"{', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
+            )
+        self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
+        self._runner = Runner(pte, data_path=data_path)
+        self._context, eos = _constants(pte, "get_max_context_len", "get_eos_ids")
+        self._context, self._eos = int(self._context[0]), {int(t) for t in eos}
+        # ExecuTorch's convention (extension/llm/runner): a one-element second input is the start position, else
+        # the positions of the tokens (HF's cache_position)
+        prefill = {m.name: m for m in inspect_bytes(pte).methods}["prefill"]
+        self._start_only = len(prefill.inputs) > 1 and _numel(prefill.inputs[1].sizes) == 1
+        self._position = 0
+        self._bytes = _byte_decoder()
+        self.log = ""
+
+    def _inputs(self, tokens: list[int]) -> list:
+        import torch
+
+        ids = torch.tensor([tokens], dtype=torch.long)
+        start = self._position
+        if self._start_only:
+            return [ids, torch.tensor([start], dtype=torch.long)]
+        return [ids, torch.arange(start, start + len(tokens), dtype=torch.long)]
+
+    def _piece(self, token: int) -> bytes:
+        text = self._tokenizer.id_to_token(token) or ""
+        return bytes(self._bytes[c] for c in text if c in self._bytes)
+
+    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0) -> Generation:
+        import time
+
+        import torch
+
+        tokens = self._tokenizer.encode(prompt, add_special_tokens=False).ids
+        if not tokens:
+            raise RunnerError("the prompt encodes to no token")
+        if self._position + len(tokens) + max_new_tokens > self._context:
+            max_new_tokens = self._context - self._position - len(tokens)
+            if max_new_tokens < 1:
+                raise RunnerError(f"the context of {self._context} tokens is full; reset() to start over")
+        began = time.perf_counter()
+        logits = self._runner.run(self._inputs(tokens), method="prefill")[0]
+        self._position += len(tokens)
+        out, generated = [], 0
+        while generated < max_new_tokens:
+            last = logits.reshape(-1, logits.shape[-1])[-1].float()
+            if temperature > 0:
+                token = int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
+            else:
+                token = int(last.argmax())
+            generated += 1
+            if token in self._eos:
+                break
+            out.append(self._piece(token))
+            if generated == max_new_tokens:
+                break
+            logits = self._runner.run(self._inputs([token]), method="decode")[0]
+            self._position += 1
+        return Generation(b"".join(out), len(tokens), generated, time.perf_counter() - began)
+
+    def reset(self) -> None:
+        """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
+        self._position = 0
+
+
+def _constants(pte: bytes, *names: str) -> list[list]:
+    """What the program's constant methods return (ints: ExecuTorch's own runtime reads them; Runner runs tensors)."""
+    from executorch.runtime import Runtime
+
+    program = Runtime.get().load_program(pte)
+    return [list(program.load_method(name).execute([])) for name in names]
+
+
+def _numel(sizes) -> int:
+    n = 1
+    for d in sizes:
+        n *= d
+    return n

@@ -66,3 +66,44 @@ def test_program_without_llm_methods_is_refused(llm, tmp_path):
     plain.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
     with pytest.raises(RunnerError, match=r"no method\(s\) get_max_seq_len, .*llm_methods"):
         TextGenerator(plain, tokenizer)
+
+
+@pytest.mark.parametrize("make", ["executorch_llama", "hf_llama"])
+def test_prefill_and_decode_methods_generate_the_one_method_text(llm, tmp_path, make):
+    """A program of prefill and decode methods (export_prefill_decode), driven by TextGenerator through Runner,
+    generates what the one-method program generates through ExecuTorch's TextLLMRunner."""
+    import torch
+
+    from et_tensorrt.llm import MethodsDriver, export_prefill_decode
+
+    ours, _, tokenizer = llm
+    vocab = decoders.byte_level_tokenizer(tmp_path / "again.json")
+    if make == "executorch_llama":
+        model = decoders.executorch_llama(dynamic=True, vocab=vocab).eager
+    else:
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=decoders.MAX_CONTEXT,
+        )  # fmt: skip
+        model = LlamaForCausalLM(config).eval()
+    methods = llm_methods(max_seq_len=decoders.MAX_CONTEXT, vocab_size=vocab, bos_id=0, eos_ids=[1])
+    two = tmp_path / "two.pte"
+    two.write_bytes(et_tensorrt.lower(export_prefill_decode(model), constant_methods=methods))
+    generator = TextGenerator(two, tokenizer)
+    assert isinstance(generator, MethodsDriver)
+    first = generator.generate("the cat", max_new_tokens=8)
+    generator.reset()
+    assert generator.generate("the cat", max_new_tokens=8).text == first.text
+    if make == "executorch_llama":  # the same weights as the fixture's one-method program
+        theirs = TextGenerator(ours, tokenizer).generate("the cat", max_new_tokens=8)
+        assert theirs.prompt_tokens == first.prompt_tokens
+        assert _printed(first.text) == _printed(theirs.text)
+
+
+def _printed(text: bytes) -> str:
+    """What a terminal shows of a random model's bytes: TextLLMRunner prints no control character and no broken
+    UTF-8 sequence."""
+    return "".join(c for c in text.decode("utf-8", "ignore") if c.isprintable() or c in "\n\t")
