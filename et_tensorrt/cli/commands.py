@@ -48,10 +48,22 @@ def _eager(module, inputs) -> list:
 
 
 def cmd_lower(args) -> int:
-    program = load_program(args.program)
-    specs = program_input_specs(program)
-    print(f"{args.program}: {describe_specs(specs)}")
-    lower_program(program, LoweringRequest.from_args(args), args.debug, source=args.program, output=args.output)
+    named = [(name, path) for name, path in args.program]
+    if len(named) == 1 and named[0][0] is None:
+        (_, path), program = named[0], load_program(named[0][1])
+        print(f"{path}: {describe_specs(program_input_specs(program))}")
+    else:  # several methods of one program (et_tensorrt.lower's dict)
+        if any(name is None for name, _ in named):
+            raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
+        if len({name for name, _ in named}) != len(named):
+            raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
+        program = {}
+        for name, file in named:
+            program[name] = load_program(file)
+            print(f"{name} = {file}: {describe_specs(program_input_specs(program[name]))}")
+        path = ", ".join(file for _, file in named)
+    request = LoweringRequest.from_args(args, methods=len(named))
+    lower_program(program, request, args.debug, source=path, output=args.output)
     return EXIT_OK
 
 

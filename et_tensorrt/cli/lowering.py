@@ -26,7 +26,9 @@ class LoweringRequest:
     allow_no_delegate: bool = False
 
     @classmethod
-    def from_args(cls, args) -> LoweringRequest:
+    def from_args(cls, args, methods: int = 1) -> LoweringRequest:
+        """``methods``: how many the program has (several store what they share once: named data ``pte``)."""
+        named_data = getattr(args, "named_data", None) or ("pte" if methods > 1 else BuildOptions().named_data)
         return cls(
             target_device=args.target_device,
             min_block_size=args.min_block_size,
@@ -36,7 +38,7 @@ class LoweringRequest:
                 target_archs=tuple(args.target_arch),
                 cache=args.cache,
                 weights=args.weights,
-                named_data=getattr(args, "named_data", "off"),
+                named_data=named_data,
                 device_build=args.device_build,
                 strict_quantization=args.strict_quantization,
             ),
@@ -106,7 +108,7 @@ def lower_program(
                 )
                 if output is None:
                     data = manager.buffer
-                elif lower.last_report.partitions or request.allow_no_delegate:  # else refused below, unwritten
+                elif request.allow_no_delegate or any(r.partitions for r in lower.last_reports.values()):
                     with step("program", "write"):
                         saved = lowering.write_program(manager, output)
                 del manager
@@ -116,7 +118,13 @@ def lower_program(
     report = lower.last_report
     made = {k: preprocess.stats[k] - before.get(k, 0) for k in preprocess.stats}
     print()
-    print(report)
+    if isinstance(program, dict):  # several methods: a report each
+        for name, method_report in lower.last_reports.items():
+            print(f"method {name}:\n{method_report}")
+        delegated = any(r.partitions for r in lower.last_reports.values())
+    else:
+        print(report)
+        delegated = bool(report.partitions)
     for w in caught:
         if issubclass(w.category, PlacementWarning):
             print(f"warning: {w.message}")
@@ -126,7 +134,7 @@ def lower_program(
         f"\nlowered in {seconds:.1f} s: {made['partitions']} delegate(s); engines {made['built']} built, "
         f"{made['cache_hits']} from cache, {made['fallbacks']} left to PyTorch"
     )
-    if not report.partitions and not request.allow_no_delegate:
+    if not delegated and not request.allow_no_delegate:
         raise NothingDelegated(
             f"nothing was delegated: all {len(report.nodes)} node(s) stay on the host (the report above says "
             "why); --allow-no-delegate accepts such a program"

@@ -82,6 +82,14 @@ def _existing_file(text: str) -> str:
     return text
 
 
+def _method_program(text: str) -> tuple[str | None, str]:
+    """``PROGRAM.pt2`` -> (None, path); ``METHOD=PROGRAM.pt2`` -> (method, path)."""
+    name, sep, path = text.partition("=")
+    if sep and name.isidentifier() and not os.path.exists(text):
+        return name, _existing_file(path)
+    return None, _existing_file(text)
+
+
 def _output_file(text: str) -> str:
     folder = os.path.dirname(os.path.abspath(text))
     if os.path.isdir(text):
@@ -189,8 +197,9 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
     p.add_argument(
         "--named-data",
         choices=NAMED_DATA_MODES,
-        default=defaults.named_data,
-        help=f"{BuildOptions.describe()['named_data']} (default {defaults.named_data}; ptd needs -o)",
+        default=None,
+        help=f"{BuildOptions.describe()['named_data']} (default {defaults.named_data}, pte for several methods; ptd "
+        "needs -o)",
     )
     p.add_argument(
         "--target-arch",
@@ -268,7 +277,14 @@ def build_parser(commands) -> argparse.ArgumentParser:
     _lowering_options(p, full=False)
 
     p = sub.add_parser("lower", help="lower a torch.export.save program to a .pte with the TensorRT delegate")
-    p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")
+    p.add_argument(
+        "program",
+        type=_method_program,
+        nargs="+",
+        metavar="[METHOD=]PROGRAM.pt2",
+        help="a .pt2 written by torch.export.save (the method forward), or several METHOD=PROGRAM.pt2 (e.g. "
+        "prefill=prefill.pt2 decode=decode.pt2): one program whose methods share their KV cache, engine and weights",
+    )
     p.add_argument("-o", "--output", type=_output_file, required=True, metavar="PTE", help="the .pte to write")
     _lowering_options(p)
 

@@ -1,0 +1,35 @@
+"""``et-tensorrt lower METHOD=PROGRAM.pt2 ...``: several exported programs become the methods of one program, sharing
+their KV cache, engine and weights (docs/stateful-decode.md)."""
+
+from __future__ import annotations
+
+import torch
+
+from et_tensorrt.inspection import inspect_file
+from et_tensorrt.testing import decoders
+
+
+def test_lower_prefill_and_decode_into_one_program(run_cli, tmp_path):
+    methods = decoders.prefill_decode(decoders.executorch_llama(dynamic=True))
+    for name, program in methods.items():
+        torch.export.save(program, tmp_path / f"{name}.pt2")
+    pte = tmp_path / "llm.pte"
+    result = run_cli("lower", "prefill=prefill.pt2", "decode=decode.pt2", "-o", pte, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert "named data pte" in result.stdout  # what the methods share, stored once
+    assert "method prefill:" in result.stdout and "method decode:" in result.stdout
+    blobs = {m.name: m.delegates[0].blob for m in inspect_file(pte).methods if m.delegates}
+    assert sorted(blobs) == ["decode", "prefill"]
+    assert all(e.methods == ("decode", "prefill") for b in blobs.values() for e in b.states)
+    assert blobs["decode"].metadata["engine_shared_with"] == "prefill (engine 1/1)"
+
+
+def test_unnamed_and_repeated_methods_are_refused(run_cli, tmp_path):
+    program = torch.export.export(torch.nn.Linear(4, 4), (torch.randn(2, 4),))
+    torch.export.save(program, tmp_path / "a.pt2")
+    unnamed = run_cli("lower", "a.pt2", "decode=a.pt2", "-o", "x.pte", cwd=tmp_path)
+    assert unnamed.status == 2
+    assert unnamed.error_line == "error: several programs are methods of one: name each one, METHOD=PROGRAM.pt2"
+    twice = run_cli("lower", "m=a.pt2", "m=a.pt2", "-o", "x.pte", cwd=tmp_path)
+    assert twice.status == 2
+    assert twice.error_line == "error: a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own"
