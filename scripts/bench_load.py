@@ -87,8 +87,8 @@ def main() -> None:
 def program_load_table(pte: bytes, repeat: int) -> None:
     import io
 
-    from et_tensorrt.blob import Blob, read_blob
     from et_tensorrt.embedded_program import load_program
+    from et_tensorrt.format.blob import Blob, read_blob
     from et_tensorrt.inspection import delegate_blobs
 
     blob = read_blob(delegate_blobs(pte)[0])

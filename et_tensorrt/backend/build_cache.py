@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from et_tensorrt.blob import DimRange, IOEntry, Weight
+from et_tensorrt.format.blob import DimRange, IOEntry, Weight
 
 if TYPE_CHECKING:
     from et_tensorrt.backend.held_data import FileRegion

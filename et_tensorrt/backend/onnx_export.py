@@ -28,8 +28,8 @@ from et_tensorrt.backend.profiles import (
     symbol_ranges,
 )
 from et_tensorrt.backend.size_inputs import engine_program
-from et_tensorrt.blob import DimRange
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format.blob import DimRange
 from et_tensorrt.sizes import is_size, linear_form, size_expr
 
 if TYPE_CHECKING:

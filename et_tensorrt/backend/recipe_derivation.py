@@ -1,4 +1,4 @@
-"""Derive a partition's RECIPE (et_tensorrt.recipe): its ONNX graph without the initializers' bytes, a recipe
+"""Derive a partition's RECIPE (et_tensorrt.format.recipe): its ONNX graph without the initializers' bytes, a recipe
 per initializer over the embedded program's WEIGHTS, and the build header.
 
 The initializer recipes are REFIT_MAP's (backend/refit_derivation.py: same derivation, same exact byte-for-byte
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from et_tensorrt import recipe as recipe_mod
 from et_tensorrt import trt
 from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.refit_derivation import RefitPlan, derive_refit_map, verify_refit_map
+from et_tensorrt.format import recipe as recipe_mod
 
 # Where an initializer's bytes "are" in the weightless graph: the export's own in-memory location (no file behind
 # it). TensorRT's parser never reads it (every initializer is handed over from memory), and a missing one fails

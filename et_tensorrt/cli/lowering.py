@@ -57,7 +57,7 @@ class LoweringRequest:
 class Lowered:
     data: bytes | None  # the program (None when it was written to `saved` instead)
     report: object  # et_tensorrt.PartitionReport
-    exports: dict  # et_tensorrt.blob.program_digest -> backend.preprocess.PartitionExport
+    exports: dict  # et_tensorrt.format.blob.program_digest -> backend.preprocess.PartitionExport
     saved: object = None  # et_tensorrt.lowering.SavedProgram, when written to a file
 
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from et_tensorrt.blob import Blob, WeightEntry
 from et_tensorrt.errors import ProgramRefusedError
+from et_tensorrt.format.blob import Blob, WeightEntry
 
 from .graph_check import check_program
 

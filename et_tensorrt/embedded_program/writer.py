@@ -15,8 +15,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from et_tensorrt.blob import Weight
 from et_tensorrt.errors import EngineBuildError, ProgramRefusedError
+from et_tensorrt.format.blob import Weight
 
 _KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 

@@ -191,7 +191,7 @@ def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[
     or a private file where the cache cannot be written), and the seconds it took."""
     from ..backend.engine_builder import BuildSettings, build_engine
     from ..embedded_program.loader import weight_views
-    from ..recipe import build_export
+    from ..format.recipe import build_export
 
     recipe = blob.recipe
     # its initializers (read-only views of the WEIGHTS, never copies, or tensors rebuilt from them) live until the
@@ -233,7 +233,7 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str | None = None) -> Ma
     (``why_not_aot``: why the blob's own engine does not run here, which starts the message). ``label`` names the
     partition in log lines (default: its program digest's first digits)."""
     from ..backend import build_cache
-    from ..blob import program_digest
+    from ..format.blob import program_digest
 
     recipe = blob.recipe
     if recipe is None:
@@ -299,8 +299,8 @@ def prepared_blob(data: bytes, made: Made) -> bytes:
     NAMED_DATA then names only its weights, which stay where they are: the .pte's named data or its .ptd)."""
     import json
 
-    from .. import blob as blob_mod
-    from ..recipe import encode, engine_header
+    from ..format import blob as blob_mod
+    from ..format.recipe import encode, engine_header
 
     blob = blob_mod.read_blob(data, copy=False)
     named = [n for n in blob.named if n.target != blob_mod.NAMED_ENGINE]

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
+from ..format.blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
 from . import graph_program, state
 
 log = logging.getLogger("et_tensorrt")

@@ -8,9 +8,9 @@ import blob_fixtures as fx
 import pytest
 import torch
 
-from et_tensorrt import blob as B
-from et_tensorrt import recipe as R
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import blob as B
+from et_tensorrt.format import recipe as R
 
 
 def test_valid_blob_round_trips():

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import trt
 from et_tensorrt.backend import build_cache, preprocess
 from et_tensorrt.backend.stages import build as build_stage
 from et_tensorrt.backend.stages import to_onnx as onnx_stage
 from et_tensorrt.backend.stages import validate as validate_stage
+from et_tensorrt.format import blob as B
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
 # METADATA that says how this blob was made (timings, cache outcome), not what it holds.

@@ -6,7 +6,7 @@ from onnx import TensorProto, helper
 
 from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
 from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
-from et_tensorrt.blob import DimRange
+from et_tensorrt.format.blob import DimRange
 
 
 def _relu_export(onnx_dims, info_dims):

@@ -11,8 +11,8 @@ from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lo
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 import et_tensorrt
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
+from et_tensorrt.format import blob as B
 
 F = torch.nn.functional
 

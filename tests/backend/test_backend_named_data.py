@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import et_tensorrt
-from et_tensorrt import blob as B
 from et_tensorrt.backend import named_data
 from et_tensorrt.errors import OptionError, RunnerError
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.progress import Progress
 

@@ -18,9 +18,9 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import QuantizationError, QuantizationWarning
-from et_tensorrt import blob as B
 from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.stages.job import record_exports
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
 from et_tensorrt.testing import quantized_models as qm

@@ -11,11 +11,11 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from et_tensorrt import blob as B
-from et_tensorrt import recipe as R
 from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.backend.recipe_derivation import EXTERNAL_LOCATION, weightless_graph
 from et_tensorrt.backend.refit_derivation import derive_refit_map, verify_refit_map
+from et_tensorrt.format import blob as B
+from et_tensorrt.format import recipe as R
 
 
 def _model(weight: torch.Tensor) -> bytes:

@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from et_tensorrt import blob as B
 from et_tensorrt.backend import build_cache
+from et_tensorrt.format import blob as B
 from et_tensorrt.runtime import device_build, executors
 from et_tensorrt.testing.fake_gpu import fake_gpu
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from et_tensorrt import blob as blob_mod
 from et_tensorrt.backend import named_data
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.format import blob as blob_mod
 
 logger = logging.getLogger("et_tensorrt")
 

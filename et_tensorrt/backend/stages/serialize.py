@@ -1,16 +1,16 @@
-"""Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/blob.py ``write_blob``) with the I/O table,
+"""Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/format/blob.py ``write_blob``) with the I/O table,
 engine, embedded program, REFIT_MAP, STATE table, RECIPE and metadata; a REFIT_MAP and a RECIPE are verified
 against the written blob, and the export is recorded for the active ``record_exports()``."""
 
 from __future__ import annotations
 
-from et_tensorrt import blob as blob_mod
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recorders
+from et_tensorrt.format import blob as blob_mod
 
 
 def state_table(states) -> bytes:
     """The blob's STATE section for the partition's states (state_lifting.State)."""
-    from et_tensorrt import state_table as table
+    from et_tensorrt.format import state_table as table
 
     entries = []
     for s in states:

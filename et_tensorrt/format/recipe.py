@@ -5,7 +5,7 @@ Three parts: a JSON **header** (the engine's inputs with their optimization prof
 aliases, the precision and build options, and which engine the blob carries ahead of time: flavour, version,
 targets), the partition's **ONNX graph** with every initializer's bytes left out, and the **map**: per
 initializer, a recipe that rebuilds its exact bytes from the blob's WEIGHTS, in REFIT_MAP's encoding
-(et_tensorrt.refit_map: one encoding, one derivation, one verification, one ``rebuild``). :func:`encode` writes
+(et_tensorrt.format.refit_map: one encoding, one derivation, one verification, one ``rebuild``). :func:`encode` writes
 the payload (lowering: backend/recipe_derivation.py); the C++ reader parses and checks it; :func:`initializers`
 rebuilds the tensors and :func:`build_export` the builder's view, for the device build
 (et_tensorrt.runtime.device_build).
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from et_tensorrt import refit_map
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import refit_map
 
 VERSION = 1  # the layout below; the C++ reader parses only this one (kRecipeVersion)
 _HEAD = struct.Struct("<IIIIQQ")  # version, reserved, header_len, reserved, graph_len, map_len
@@ -52,7 +52,7 @@ class Recipe:
     header: dict = field(default_factory=dict)
     graph: bytes | memoryview = b""
     map: bytes | memoryview = b""
-    entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the C++ reader parsed them
+    entries: list = field(default_factory=list)  # et_tensorrt.format.refit_map.Entry, as the C++ reader parsed them
     header_bytes: bytes = b""  # the header as stored (the engine cache keys on it)
     error: str = ""  # why a recipe of this version is unusable anyway (a header that is not a JSON object)
 
@@ -112,7 +112,7 @@ def initializers(recipe: Recipe, weights: list[torch.Tensor]) -> dict[str, torch
 
 
 def _dims(rows) -> tuple:
-    from et_tensorrt.blob import DimRange
+    from et_tensorrt.format.blob import DimRange
 
     return tuple(DimRange(*(int(v) for v in row)) for row in rows)
 
@@ -123,7 +123,7 @@ def build_export(recipe: Recipe, weights: list[torch.Tensor]):
     export's: backend/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
     header lacks a field."""
     from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
-    from et_tensorrt.blob import scalar_type_dtype
+    from et_tensorrt.format.blob import scalar_type_dtype
 
     h = recipe.header
     try:
@@ -158,7 +158,7 @@ def header_for(export, precision: str, workspace_bytes: int | None, engine: dict
     ONNX graph's order) with their dim ranges and per-profile ranges, its outputs, state aliases, the precision and
     build options, and ``engine``: the ahead-of-time engine (flavour, version, targets, gpu) or None."""
     from et_tensorrt.backend.engine_builder import profile_shapes
-    from et_tensorrt.blob import scalar_type_code
+    from et_tensorrt.format.blob import scalar_type_code
 
     shapes = profile_shapes(export)  # per profile, per engine input
     inputs = []

@@ -284,9 +284,9 @@ class Blob:
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
-        from et_tensorrt import recipe as recipe_mod
-        from et_tensorrt import refit_map as refit_map_mod
-        from et_tensorrt import state_table
+        from et_tensorrt.format import recipe as recipe_mod
+        from et_tensorrt.format import refit_map as refit_map_mod
+        from et_tensorrt.format import state_table
 
         return Blob(
             io=io,

@@ -195,7 +195,7 @@ def rebuild(entry: Entry, weights: list[torch.Tensor], refit_map: bytes | memory
     """The entry's tensor (contiguous, host): its recipe run over ``weights`` (the WEIGHTS entries, in table
     order) and the REFIT_MAP payload's RAW bytes. Raises BlobFormatError when the result is not the entry's
     declared dtype and shape."""
-    from et_tensorrt.blob import scalar_type_dtype
+    from et_tensorrt.format.blob import scalar_type_dtype
 
     dtype = scalar_type_dtype(entry.dtype)
     stack: list[torch.Tensor] = []
