@@ -37,7 +37,7 @@ DEVICE_BUILD = "et_tensorrt.device_build"  # b"1" | b"0": a RECIPE in each blob,
 # b"1" | b"0": refuse activation quantization TensorRT cannot express instead of running it in float
 STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
-# (et_tensorrt.backend.profiles.DynamicDim).
+# (et_tensorrt.builder.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
 # Set by the partitioner per partition, for build progress lines ("engine 2/5").
 PARTITION_INDEX = "et_tensorrt.partition_index"

@@ -115,7 +115,7 @@ def with_state(*entries: bytes, count: int | None = None, reserved: int = 0, tai
     )
 
 
-# The engine and the first two weights are ExecuTorch named data (keys: content digests, see backend/named_data.py).
+# The engine and the first two weights are ExecuTorch named data (keys: content digests, see builder/named_data.py).
 NAMED = [
     B.NamedRef(B.NAMED_ENGINE, 0, "et_tensorrt:" + "e" * 64, len(ENGINE)),
     B.NamedRef(B.NAMED_WEIGHT, 0, "et_tensorrt:" + "0" * 64, 48),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from et_tensorrt import trt
-from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.refit_derivation import RefitPlan, derive_refit_map, verify_refit_map
+from et_tensorrt.builder import onnx_weights
 from et_tensorrt.format import recipe as recipe_mod
 
 # Where an initializer's bytes "are" in the weightless graph: the export's own in-memory location (no file behind

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from et_tensorrt.backend import onnx_weights
+from et_tensorrt.builder import onnx_weights
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.format import refit_map as rm
 from et_tensorrt.format.blob import Weight, scalar_type_code
 
 if TYPE_CHECKING:
-    from et_tensorrt.backend.onnx_export import OnnxExport
+    from et_tensorrt.builder.onnx_export import OnnxExport
 
 logger = logging.getLogger("et_tensorrt")
 

@@ -56,7 +56,7 @@ __all__ = [
 
 def _check_environment() -> None:
     """Settings read from the environment, checked like arguments."""
-    from ..backend.build_cache import max_bytes
+    from ..builder.build_cache import max_bytes
     from ..runtime.device_build import prepare_policy
     from ..runtime.executors import fallback_policy
 

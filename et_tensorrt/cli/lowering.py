@@ -76,7 +76,8 @@ def lower_program(
     its .ptd beside it) piece by piece instead of returning its bytes. Raises UsageError for a
     ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
     from .. import lower, lowering
-    from ..backend import build_cache, preprocess
+    from ..backend import preprocess
+    from ..builder import build_cache
     from ..progress import Progress, reporting, step
 
     before = dict(preprocess.stats)

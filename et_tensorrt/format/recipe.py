@@ -120,9 +120,9 @@ def _dims(rows) -> tuple:
 def build_export(recipe: Recipe, weights: list[torch.Tensor]):
     """The builder's view of the recipe: an ``OnnxExport`` of the weightless graph whose ``initializers`` are every
     non-empty initializer rebuilt from ``weights`` (fed to TensorRT's parser from memory, as lowering feeds the
-    export's: backend/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
+    export's: builder/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
     header lacks a field."""
-    from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
+    from et_tensorrt.builder.onnx_export import OnnxExport, TensorInfo
     from et_tensorrt.format.blob import scalar_type_dtype
 
     h = recipe.header
@@ -154,10 +154,10 @@ def build_export(recipe: Recipe, weights: list[torch.Tensor]):
 
 
 def header_for(export, precision: str, workspace_bytes: int | None, engine: dict | None) -> dict:
-    """The RECIPE header of an ONNX export (et_tensorrt.backend.onnx_export.OnnxExport): its engine inputs (in the
+    """The RECIPE header of an ONNX export (et_tensorrt.builder.onnx_export.OnnxExport): its engine inputs (in the
     ONNX graph's order) with their dim ranges and per-profile ranges, its outputs, state aliases, the precision and
     build options, and ``engine``: the ahead-of-time engine (flavour, version, targets, gpu) or None."""
-    from et_tensorrt.backend.engine_builder import profile_shapes
+    from et_tensorrt.builder.engine_builder import profile_shapes
     from et_tensorrt.format.blob import scalar_type_code
 
     shapes = profile_shapes(export)  # per profile, per engine input

@@ -335,7 +335,7 @@ class TensorRTPartitioner(Partitioner):
     def _dynamic_dims_spec(self, exported_program) -> dict[str, str]:
         """``DYNAMIC_DIMS``: per symbol, its declared range (when the program before ``to_edge`` was seen) and
         the user's opt sizes; empty for a static program."""
-        from ..backend.profiles import DynamicDim, encode_dynamic_dims
+        from ..builder.profiles import DynamicDim, encode_dynamic_dims
 
         declared = self._declared or {}
         opts = resolve_opt_sizes(self.opt_sizes, self._source_program or exported_program) if self.opt_sizes else {}

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import trt
-from ..backend.held_data import FileRegion
+from ..builder.held_data import FileRegion
 
 log = logging.getLogger("et_tensorrt")
 
@@ -189,7 +189,7 @@ def cache_key(digest: str, gpu: Gpu, flavour: trt.Flavour, targets: tuple[str, .
 def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[FileRegion, float]:
     """The engine built from the blob's RECIPE, streamed into ``sink`` (build_cache.EngineWriter: its cache entry,
     or a private file where the cache cannot be written), and the seconds it took."""
-    from ..backend.engine_builder import BuildSettings, build_engine
+    from ..builder.engine_builder import BuildSettings, build_engine
     from ..embedded_program.loader import weight_views
     from ..format.recipe import build_export
 
@@ -214,7 +214,7 @@ def _facts(digest: str, gpu: Gpu, flavour: trt.Flavour) -> dict:
 
 def _cached(key: str, digest: str, gpu: Gpu, flavour: trt.Flavour):
     """The checked cache entry for ``key``, or None (a bad entry is removed: it is built again)."""
-    from ..backend import build_cache
+    from ..builder import build_cache
 
     entry = build_cache.load(key)
     if entry is None:
@@ -232,7 +232,7 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str | None = None) -> Ma
     """An engine for ``gpu`` built from the blob's RECIPE (or the engine cache's), or why there is none
     (``why_not_aot``: why the blob's own engine does not run here, which starts the message). ``label`` names the
     partition in log lines (default: its program digest's first digits)."""
-    from ..backend import build_cache
+    from ..builder import build_cache
     from ..format.blob import program_digest
 
     recipe = blob.recipe

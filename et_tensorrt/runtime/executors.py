@@ -315,7 +315,7 @@ def _deserialize(blob: Blob, device: torch.device):
                 return engine, made.origin, ""
             if not made.from_cache:
                 return None, "", f"{why}; the engine built here does not deserialize: {reason}"
-            from ..backend import build_cache
+            from ..builder import build_cache
 
             build_cache.discard(made.key, f"the cached engine does not deserialize ({reason})")
         return None, "", why

@@ -198,7 +198,7 @@ def test_adaptive_average_pooling_with_unequal_windows():
 
 
 def test_averaging_matrix_is_pytorchs_windows():
-    from et_tensorrt.backend.op_rewrites import averaging_matrix
+    from et_tensorrt.builder.op_rewrites import averaging_matrix
 
     x = torch.randn(11)
     for out in (1, 3, 4, 7, 11, 15):

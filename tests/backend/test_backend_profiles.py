@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.export import Dim
 
-from et_tensorrt.backend.profiles import (
+from et_tensorrt.builder.profiles import (
     DynamicDim,
     decode_dynamic_dims,
     encode_dynamic_dims,

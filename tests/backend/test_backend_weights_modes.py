@@ -17,12 +17,12 @@ import pytest
 import torch
 
 from et_tensorrt import lower
-from et_tensorrt.backend.onnx_export import export_onnx
 from et_tensorrt.backend.refit_derivation import (
     derive_refit_map,
     onnx_initializers,
     verify_refit_map,
 )
+from et_tensorrt.builder.onnx_export import export_onnx
 from et_tensorrt.compile_specs import BuildOptions
 from et_tensorrt.embedded_program.writer import program_weights
 from et_tensorrt.errors import BlobFormatError, EngineBuildError, OptionError
@@ -122,7 +122,7 @@ def test_refit_map_rebuilds_every_weight_from_weights(refit_blob):
 def _partition(model, precision="fp32"):
     from executorch.exir import to_edge
 
-    from et_tensorrt.backend.edge_to_aten import edge_to_aten
+    from et_tensorrt.builder.edge_to_aten import edge_to_aten
 
     ep = edge_to_aten(to_edge(torch.export.export(model, (X,))).exported_program())
     return ep, export_onnx(ep, precision), program_weights(ep)

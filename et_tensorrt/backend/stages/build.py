@@ -15,10 +15,10 @@ import torch
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend import build_cache
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
-from et_tensorrt.backend.engine_builder import build_engine
 from et_tensorrt.backend.stages.job import PartitionJob, stats
+from et_tensorrt.builder import build_cache
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
+from et_tensorrt.builder.engine_builder import build_engine
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.format import blob as blob_mod
 

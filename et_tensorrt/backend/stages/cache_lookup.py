@@ -12,12 +12,12 @@ import time
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend import build_cache
-from et_tensorrt.backend.onnx_export import OnnxExport, partition_io
-from et_tensorrt.backend.profiles import decode_dynamic_dims
-from et_tensorrt.backend.quant_legalization import host_program
 from et_tensorrt.backend.stages.job import PartitionJob, _recorders, stats
 from et_tensorrt.backend.stages.to_onnx import export_program, record_devices
+from et_tensorrt.builder import build_cache
+from et_tensorrt.builder.onnx_export import OnnxExport, partition_io
+from et_tensorrt.builder.profiles import decode_dynamic_dims
+from et_tensorrt.builder.quant_legalization import host_program
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
 from et_tensorrt.errors import EngineBuildError
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from et_tensorrt.backend import named_data
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.builder import named_data
 from et_tensorrt.format import blob as blob_mod
 
 logger = logging.getLogger("et_tensorrt")

@@ -14,12 +14,12 @@ if TYPE_CHECKING:
     from executorch.exir.backend.compile_spec_schema import CompileSpec
     from torch.export import ExportedProgram
 
-    from et_tensorrt.backend import build_cache
-    from et_tensorrt.backend.engine_builder import BuildSettings
-    from et_tensorrt.backend.held_data import FileRegion
-    from et_tensorrt.backend.onnx_export import OnnxExport
     from et_tensorrt.backend.refit_derivation import RefitPlan
     from et_tensorrt.backend.state_lifting import State
+    from et_tensorrt.builder import build_cache
+    from et_tensorrt.builder.engine_builder import BuildSettings
+    from et_tensorrt.builder.held_data import FileRegion
+    from et_tensorrt.builder.onnx_export import OnnxExport
     from et_tensorrt.errors import EngineBuildError
     from et_tensorrt.format import blob as blob_mod
 

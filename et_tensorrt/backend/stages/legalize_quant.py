@@ -7,8 +7,8 @@ METADATA's ``quantization``, ``inspect``'s precision). A partition without quant
 
 from __future__ import annotations
 
-from et_tensorrt.backend.quant_legalization import legalize
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.builder.quant_legalization import legalize
 
 
 def run(job: PartitionJob) -> None:

@@ -6,8 +6,8 @@ program use."""
 
 from __future__ import annotations
 
-from et_tensorrt.backend.edge_to_aten import edge_to_aten, on_host
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.builder.edge_to_aten import edge_to_aten, on_host
 
 
 def run(job: PartitionJob) -> None:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from et_tensorrt.format.blob import DimRange, IOEntry, Weight
 
 if TYPE_CHECKING:
-    from et_tensorrt.backend.held_data import FileRegion
+    from et_tensorrt.builder.held_data import FileRegion
 from et_tensorrt.errors import OptionError
 
 logger = logging.getLogger("et_tensorrt")
@@ -134,7 +134,7 @@ def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, o
     """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
     and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
     tool versions of :func:`tool_versions`)."""
-    from et_tensorrt.backend.named_data import tensor_digest
+    from et_tensorrt.builder.named_data import tensor_digest
 
     h = _Hasher()
     h.json("format", FORMAT_VERSION)
@@ -288,7 +288,7 @@ class EngineWriter:
 
     def commit(self, hold: bool = True, build_seconds: float | None = None) -> FileRegion | None:
         """Completes the engine (``build_seconds``: recorded in the entry); returns it held (``hold``) or None."""
-        from et_tensorrt.backend.held_data import FileRegion, private_link
+        from et_tensorrt.builder.held_data import FileRegion, private_link
 
         sha = self._engine_sha.digest()
         if self._entry is None:
@@ -394,7 +394,7 @@ def load(key: str) -> Entry | None:
     """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss. The
     engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole);
     the RECIPE (a few KiB) is read."""
-    from et_tensorrt.backend.held_data import FileRegion, private_link
+    from et_tensorrt.builder.held_data import FileRegion, private_link
 
     path = _path(key)
     held = None
@@ -466,7 +466,7 @@ def load(key: str) -> Entry | None:
 def store(entry: Entry) -> bool:
     """Writes ``entry`` (its engine ``bytes`` or a held region) atomically, then evicts least recently used entries
     beyond the limit. Never raises for a file-system problem: returns whether it was stored."""
-    from et_tensorrt.backend.held_data import FileRegion
+    from et_tensorrt.builder.held_data import FileRegion
 
     engine = entry.engine
     try:

@@ -21,7 +21,7 @@ import weakref
 import torch
 from executorch.exir._serialize._cord import FileBackedData
 
-from et_tensorrt.backend.held_data import HeldData, TensorData
+from et_tensorrt.builder.held_data import HeldData, TensorData
 from et_tensorrt.format import blob as blob_mod
 
 KEY_PREFIX = "et_tensorrt:"
