@@ -37,7 +37,7 @@ class NotAProgramError(ValueError):
 def scalar_name(code: int) -> str:
     """ExecuTorch ScalarType code -> torch dtype name (the C++ translator's table)."""
     from .errors import UnsupportedDtypeError
-    from .format.blob import scalar_type_dtype
+    from .format.dtypes import scalar_type_dtype
 
     try:
         return str(scalar_type_dtype(int(code))).replace("torch.", "")

@@ -30,7 +30,8 @@ import torch
 
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
-from ..format.blob import DEVICE_CUDA, Blob, program_digest, scalar_type_dtype
+from ..format.blob import DEVICE_CUDA, Blob, program_digest
+from ..format.dtypes import scalar_type_dtype
 from . import graph_program, state
 
 log = logging.getLogger("et_tensorrt")
