@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from et_tensorrt import trt
 from et_tensorrt.backend.refit_derivation import RefitPlan, derive_refit_map, verify_refit_map
 from et_tensorrt.builder import onnx_weights
+from et_tensorrt.builder.recipe_build import header_for
 from et_tensorrt.format import recipe as recipe_mod
 
 # Where an initializer's bytes "are" in the weightless graph: the export's own in-memory location (no file behind
@@ -75,5 +76,5 @@ def derive_recipe(export, weights, aten_ep, precision: str, workspace_bytes: int
     tensors = [w.tensor.detach().cpu() for w in weights]
     verify_refit_map(export, plan.entries, tensors, plan.payload, [w.name for w in weights])
     graph = weightless_graph(export)
-    header = recipe_mod.header_for(export, precision, workspace_bytes, engine)
+    header = header_for(export, precision, workspace_bytes, engine)
     return RecipePlan(recipe_mod.encode(header, graph, plan.payload), plan, len(graph), plan.raw_bytes)

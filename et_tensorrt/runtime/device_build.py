@@ -190,8 +190,8 @@ def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[
     """The engine built from the blob's RECIPE, streamed into ``sink`` (build_cache.EngineWriter: its cache entry,
     or a private file where the cache cannot be written), and the seconds it took."""
     from ..builder.engine_builder import BuildSettings, build_engine
+    from ..builder.recipe_build import build_export
     from ..embedded_program.loader import weight_views
-    from ..format.recipe import build_export
 
     recipe = blob.recipe
     # its initializers (read-only views of the WEIGHTS, never copies, or tensors rebuilt from them) live until the
