@@ -69,7 +69,7 @@ def _check_environment() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser(COMMANDS).parse_args(argv)
+    args = build_parser(COMMANDS, __doc__).parse_args(argv)
     with quiet_third_party(args.debug):
         try:
             if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):
