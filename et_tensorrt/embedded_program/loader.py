@@ -191,7 +191,7 @@ def load_program(blob: Blob, named: Mapping[str, bytes] | None = None) -> torch.
         tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, weights, strict=True)}
         return _deserialize(program, *bind_weights(program, tensors, strict=True))
     if blob.program is not None:
-        from .archive_v1 import read_archive
+        from .archive_v1 import read_archive  # local: version-1 blobs only
 
         try:
             graph, stored = read_archive(bytes(blob.program))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from et_tensorrt.backend.refit_derivation import derive_refit_map
 from et_tensorrt.backend.stages.job import PartitionJob
 from et_tensorrt.builder import named_data
 from et_tensorrt.format import blob as blob_mod
@@ -20,8 +21,6 @@ logger = logging.getLogger("et_tensorrt")
 def _refit_map(export, weights, aten_ep, label: str, derived=None):
     """The partition's REFIT_MAP: a recipe per ONNX initializer (verified against the blob, see
     serialize._verify_refit); ``derived``: the recipe stage's map of the same export, reused."""
-    from et_tensorrt.backend.refit_derivation import derive_refit_map
-
     plan = derived if derived is not None else derive_refit_map(export, weights, aten_ep)
     if plan.raw_bytes:
         logger.info(

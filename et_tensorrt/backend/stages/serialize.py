@@ -4,14 +4,15 @@ against the written blob, and the export is recorded for the active ``record_exp
 
 from __future__ import annotations
 
+from et_tensorrt.backend.refit_derivation import verify_refit_map
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recorders
+from et_tensorrt.embedded_program.loader import weight_views
 from et_tensorrt.format import blob as blob_mod
+from et_tensorrt.format import state_table as table
 
 
 def state_table(states) -> bytes:
     """The blob's STATE section for the partition's states (state_lifting.State)."""
-    from et_tensorrt.format import state_table as table
-
     entries = []
     for s in states:
         guard = s.guard
@@ -38,9 +39,6 @@ def _verify(job: PartitionJob, blob: blob_mod.Blob) -> None:
     """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS, REFIT_MAP and
     RECIPE, as the runtime and the device build will) equals the bytes the engine was built with; EngineBuildError
     otherwise. The weights are read where they are (loader.weight_views: no copy)."""
-    from et_tensorrt.backend.refit_derivation import verify_refit_map
-    from et_tensorrt.embedded_program.loader import weight_views
-
     names = [w.name for w in blob.weights]
     # named data is the program's own tensors, which ExecuTorch writes as they are
     named = {n.key: job.weights[n.index].tensor for n in blob.named if n.target == blob_mod.NAMED_WEIGHT}
