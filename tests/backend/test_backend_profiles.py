@@ -1,5 +1,5 @@
 """Optimization profiles: declared ranges recovered from the program before to_edge, and several profiles
-from the user's opt sizes (backend/profiles.py, partition/dynamic_dims.py)."""
+from the user's opt sizes (builder/profiles.py, partition/dynamic_dims.py)."""
 
 import pytest
 import torch
