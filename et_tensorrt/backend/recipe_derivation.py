@@ -32,7 +32,7 @@ class RecipePlan:
 
 def weightless_graph(export) -> bytes:
     """The export's ONNX graph (``OnnxExport.model``: its large initializers already external references, see
-    backend/onnx_weights.py) with every other non-empty initializer made one too (``EXTERNAL_LOCATION``, its
+    builder/onnx_weights.py) with every other non-empty initializer made one too (``EXTERNAL_LOCATION``, its
     byte length): names, types and dims stay, no weight bytes. The nodes' provenance (the exporter's
     ``pkg.torch.onnx.*`` metadata and doc strings: ~85% of a transformer's graph bytes; TensorRT reads neither)
     is left out too."""

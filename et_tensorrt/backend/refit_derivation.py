@@ -47,7 +47,7 @@ class RefitPlan:
 
 def onnx_initializers(export: OnnxExport) -> list[tuple[str, torch.Tensor]]:
     """(name, tensor) of every initializer of the export's ONNX model, as the builder saw them (the external
-    ones are the export's tensors, not copies: backend/onnx_weights.py)."""
+    ones are the export's tensors, not copies: builder/onnx_weights.py)."""
     try:
         return list(onnx_weights.initializers(export))
     except EngineBuildError as exc:

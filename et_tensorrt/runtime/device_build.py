@@ -7,9 +7,9 @@ runs only with the TensorRT flavour and version that built it. :func:`aot_fit` p
 whether it runs on this GPU with the TensorRT here; where it does not (or it does not deserialize), and a builder
 that can build for this GPU is importable (``tensorrt`` or ``tensorrt_rtx``, et_tensorrt.trt), :func:`engine_for`
 builds the engine from the recipe (the weightless ONNX graph, each initializer rebuilt from WEIGHTS) through the
-one engine builder (et_tensorrt.backend.engine_builder), or takes it from the engine cache.
+one engine builder (et_tensorrt.builder.engine_builder), or takes it from the engine cache.
 
-The engine cache is the build cache's folder and file layout (et_tensorrt.backend.build_cache:
+The engine cache is the build cache's folder and file layout (et_tensorrt.builder.build_cache:
 ``ET_TENSORRT_CACHE_DIR``, checksummed entries written atomically, least recently used evicted). The builder
 streams the engine straight into its entry, and an engine from the cache is a region of the entry's file
 (``held_data.FileRegion``), mapped for TensorRT to deserialize: a device-built engine is never a second copy in

@@ -1,5 +1,5 @@
 """Stage ``build`` (skipped on a cache hit): the TensorRT engine built from the ONNX
-(backend/engine_builder.py), streamed into a new build-cache entry (the partition's RECIPE after it) or a temp
+(builder/engine_builder.py), streamed into a new build-cache entry (the partition's RECIPE after it) or a temp
 file, and the I/O table.
 
 When TensorRT refuses the partition (or validate did) and ``pass_through_build_failures`` is off, the

@@ -1,4 +1,4 @@
-"""Stage ``cache_lookup``: the build cache (backend/build_cache.py), keyed before the ONNX export by the
+"""Stage ``cache_lookup``: the build cache (builder/build_cache.py), keyed before the ONNX export by the
 partition itself (its embedded program, I/O facts, build options, tool versions, states). A hit fills the
 engine, I/O table and metadata from the entry and marks the job ``from_cache``: to_onnx, validate and build
 are skipped. A miss checks the embedded program with the safe loader's rules (a hit's passed when its entry

@@ -2,7 +2,7 @@
 see et_tensorrt.embedded_program), its refusal raised now (after the build), shaped by the weights mode:
 ``refit`` derives the REFIT_MAP (backend/refit_derivation.py), ``engine-only`` drops the program (and with it
 the recipe), and without an engine the program is kept whatever the mode (and no recipe is written). With
-``named_data`` the engine's and the weights' bytes become ExecuTorch named data (backend/named_data.py): the blob
+``named_data`` the engine's and the weights' bytes become ExecuTorch named data (builder/named_data.py): the blob
 names their keys; its WEIGHTS table still describes every weight, so a RECIPE (and a REFIT_MAP) rebuild their
 initializers from the named bytes, stored once."""
 

@@ -1,5 +1,5 @@
 """Stage ``to_onnx`` (skipped on a cache hit): the engine program exported to ONNX in memory
-(backend/onnx_export.py), its trailing inputs and outputs named as the states' bindings; the export's facts
+(builder/onnx_export.py), its trailing inputs and outputs named as the states' bindings; the export's facts
 go to the metadata (and to the cache entry build stores)."""
 
 from __future__ import annotations
