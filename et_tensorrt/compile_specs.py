@@ -39,7 +39,7 @@ STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
 # b"1" | b"0": a method whose partition computes what another method's engine does runs that engine (one copy)
 SHARE_ENGINES = "et_tensorrt.share_engines"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
-# (et_tensorrt.backend.profiles.DynamicDim).
+# (et_tensorrt.builder.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
 # Set by the partitioner per partition, for build progress lines ("engine 2/5").
 PARTITION_INDEX = "et_tensorrt.partition_index"

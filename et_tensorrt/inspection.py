@@ -2,7 +2,7 @@
 
 The program is parsed with ExecuTorch's own deserializer (``deserialize_pte_binary``, which also moves
 delegate segments back inline); every delegate whose backend id is ``EtTensorRTBackend`` is decoded
-with :func:`et_tensorrt.blob.read_blob` (the runtime's C++ reader). Passive: nothing here loads the
+with :func:`et_tensorrt.format.blob.read_blob` (the runtime's C++ reader). Passive: nothing here loads the
 program into a runtime, deserializes an engine or the embedded program, or needs a GPU.
 """
 
@@ -36,8 +36,8 @@ class NotAProgramError(ValueError):
 
 def scalar_name(code: int) -> str:
     """ExecuTorch ScalarType code -> torch dtype name (the C++ translator's table)."""
-    from .blob import scalar_type_dtype
     from .errors import UnsupportedDtypeError
+    from .format.dtypes import scalar_type_dtype
 
     try:
         return str(scalar_type_dtype(int(code))).replace("torch.", "")
@@ -68,7 +68,7 @@ class DelegateInfo:
     backend_id: str
     size: int  # processed bytes
     compile_specs: dict = field(default_factory=dict)
-    blob: object = None  # et_tensorrt.blob.Blob for our delegates
+    blob: object = None  # et_tensorrt.format.blob.Blob for our delegates
     blob_version: int | None = None  # from the blob header, even when the rest does not parse
     blob_error: str = ""
 
@@ -272,9 +272,9 @@ def _delegates_of(program, backend_id: str | None = None) -> list[tuple[str, obj
 
 def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
     """Parse a whole program (raises NotAProgramError when it is not one)."""
-    from .blob import read_blob
     from .compile_specs import decode
     from .errors import BlobFormatError
+    from .format.blob import read_blob
 
     schema = check_header(data, source)
     program = _deserialize(data, source)

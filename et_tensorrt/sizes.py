@@ -21,6 +21,8 @@ import sympy
 import torch
 from torch.fx import Graph, Node
 
+from et_tensorrt.partition.supported_ops import op_name
+
 
 @dataclass(frozen=True)
 class SizeSource:
@@ -237,8 +239,6 @@ def read_sizes_from(graph: Graph, inputs: list[Node]) -> int:
     Every size computed from ``inputs`` alone, old or new, ends up right after the inputs: a later re-trace
     (``to_edge``'s decompositions) binds an expression to the first value that has it, and that must be one of
     these, not an intermediate tensor's dim. Existing size nodes are reused, so each size is computed once."""
-    from et_tensorrt.partition.supported_ops import op_name
-
     sources = size_sources(inputs)
     if not sources:
         return 0

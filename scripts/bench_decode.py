@@ -37,6 +37,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
+from bench_common import fmt, xnnpack_edge  # this folder (the script's own) is on sys.path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -85,13 +86,11 @@ def run_ours(decoder, tokens, own: bool) -> Row:
 
 
 def run_xnnpack(decoder, tokens) -> Row:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
     from executorch.exir.lowered_backend_module import get_lowered_submodules
     from executorch.runtime import Runtime
 
     row = Row(decoder.name, "xnnpack", executor="XNNPACK (cpu)")
-    edge = to_edge_transform_and_lower(decoder.program, partitioner=[XnnpackPartitioner()])
+    edge = xnnpack_edge(decoder.program)
     row.partitions = len(get_lowered_submodules(edge.exported_program().graph_module))
     pte = edge.to_executorch().buffer
     row.host_copies = _host_copies(pte)
@@ -130,7 +129,7 @@ class MethodsRow:
 
 def run_methods(make, tokens) -> MethodsRow:
     from et_tensorrt import Runner
-    from et_tensorrt.blob import NAMED_ENGINE
+    from et_tensorrt.format.blob import NAMED_ENGINE
     from et_tensorrt.runtime import state
 
     decoder = make()
@@ -159,10 +158,6 @@ def llama_1b_projection() -> dict:
     cache = 2 * layers * kv_heads * context * head_dim * itemsize  # K and V
     logits = 128256 * 4
     return {"cache_bytes": cache, "before_per_token": 2 * cache + logits, "after_per_token": logits}
-
-
-def _fmt(v, spec):
-    return "-" if v is None else format(v, spec)
 
 
 def main() -> int:
@@ -194,8 +189,8 @@ def main() -> int:
             print(f"| {r.decoder} | {r.backend} | failed: {r.error} |||||||| ")
             continue
         print(
-            f"| {r.decoder} | {r.backend} | {r.partitions} | {r.host_copies} | {_fmt(r.io_bytes_per_token, ',.0f')} "
-            f"| {_fmt(r.state_bytes_per_token, ',.0f')} | {r.executor} | {_fmt(r.executor_us, '.0f')} "
+            f"| {r.decoder} | {r.backend} | {r.partitions} | {r.host_copies} | {fmt(r.io_bytes_per_token, ',.0f')} "
+            f"| {fmt(r.state_bytes_per_token, ',.0f')} | {r.executor} | {fmt(r.executor_us, '.0f')} "
             f"| {r.first_call_ms:.1f} | {r.tokens_per_s:.0f} | {r.max_error:.1e} |"
         )
     methods = []

@@ -7,23 +7,16 @@ Goal (issue 2): describe <= 1.5x dlpack per input.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
+from bench_common import median_per_call  # this folder (the script's own) is on sys.path
 from torch.utils.dlpack import to_dlpack
 
 import et_tensorrt
 
 
 def median_ns(fn, repeat, n_inputs):
-    samples = []
-    for _ in range(5):
-        start = time.perf_counter_ns()
-        for _ in range(repeat):
-            fn()
-        samples.append((time.perf_counter_ns() - start) / repeat / n_inputs)
-    return statistics.median(samples)
+    return median_per_call(fn, repeat, 5) * 1e9 / n_inputs
 
 
 def executorch_method(n):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import bench_models  # this folder (the script's own) is on sys.path
 import torch
+from bench_common import xnnpack_edge
 from torch.export import Dim
 
 
@@ -63,17 +64,6 @@ def swin_v2_t() -> Case:
     return Case(model, make(), dynamic, make, [dict(h=224, w=224), dict(h=160, w=192)])
 
 
-class _HF(torch.nn.Module):
-    """A transformers model called with positional tensors, returning one tensor of its output."""
-
-    def __init__(self, model, names: tuple[str, ...], key: str, **fixed):
-        super().__init__()
-        self.model, self.names, self.key, self.fixed = model.eval(), names, key, fixed
-
-    def forward(self, *args):
-        return getattr(self.model(**dict(zip(self.names, args)), **self.fixed), self.key)
-
-
 def _tokens(model, names, key, seq_names=None, mask=False, dynamic_seq=True, **fixed) -> Case:
     """Token inputs (``names``) of shape (batch, seq); ``seq_names``: a seq Dim name per input."""
     seq_names = seq_names or ["seq"] * len(names)
@@ -94,7 +84,7 @@ def _tokens(model, names, key, seq_names=None, mask=False, dynamic_seq=True, **f
     seq_dims = {n: Dim(n, min=1, max=32) for n in dict.fromkeys(seq_names)}
     # forward(*args): one entry, holding the spec of every positional tensor
     dynamic = (tuple({0: batch, **({1: seq_dims[s]} if dynamic_seq else {})} for s in seq_names),)
-    wrapped = _HF(model, names, key, **fixed)
+    wrapped = bench_models._HFWrapper(model.eval(), names, key, **fixed)
     if dynamic_seq:
         sizes = [dict(batch=1, seq=1), dict(batch=3, seq=5), dict(batch=8, seq=32)]
     else:
@@ -226,12 +216,10 @@ def lower_et_tensorrt(case: Case, ep) -> Result:
 
 
 def lower_xnnpack(case: Case, ep) -> Result:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
     from executorch.runtime import Runtime
 
     start = time.perf_counter()
-    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    edge = xnnpack_edge(ep)
     pte = edge.to_executorch().buffer
     seconds = time.perf_counter() - start
     partitions, ratio = _ratio(edge)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
+from bench_common import median_per_call  # this folder (the script's own) is on sys.path
 
 
 def deep_mlp_pte(layers: int, width: int) -> bytes:
@@ -47,12 +47,7 @@ def small_lowered_pte() -> bytes:
 def median_load_ms(path: Path, verify: bool, repeat: int) -> float:
     from et_tensorrt import Runner
 
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        Runner(path, verify=verify)
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return median_per_call(lambda: Runner(path, verify=verify), 1, repeat) * 1e3
 
 
 def main() -> None:
@@ -87,8 +82,8 @@ def main() -> None:
 def program_load_table(pte: bytes, repeat: int) -> None:
     import io
 
-    from et_tensorrt.blob import Blob, read_blob
     from et_tensorrt.embedded_program import load_program
+    from et_tensorrt.format.blob import Blob, read_blob
     from et_tensorrt.inspection import delegate_blobs
 
     blob = read_blob(delegate_blobs(pte)[0])
@@ -105,13 +100,7 @@ def program_load_table(pte: bytes, repeat: int) -> None:
     print("| embedded program load (MLP partition) | median ms |")
     print("|---|---:|")
     for name, load in loads.items():
-        load()
-        times = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            load()
-            times.append((time.perf_counter() - t) * 1e3)
-        print(f"| {name} | {statistics.median(times):.2f} |")
+        print(f"| {name} | {median_per_call(load, 1, repeat, warmup=1) * 1e3:.2f} |")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from bench_common import fmt, xnnpack_edge  # this folder (the script's own) is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -441,14 +442,12 @@ def run_ours(row: Row, zoo: Zoo, ep, options: dict) -> Result:
 
 
 def run_xnnpack(row: Row, zoo: Zoo, ep) -> Result:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
     from executorch.exir.lowered_backend_module import get_lowered_submodules
     from executorch.runtime import Runtime
 
     res = Result(row.name, row.shapes, "xnnpack")
     start = time.perf_counter()
-    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    edge = xnnpack_edge(ep)
     gm = edge.exported_program().graph_module
     res.partitions = len(get_lowered_submodules(gm))
     res.delegated, res.compute, host = _count_edge_program(gm)
@@ -482,10 +481,6 @@ def run_row(row: Row, backends: tuple[str, ...], options: dict) -> list[Result]:
 # ------------------------------------------------------------------------------------------ reporting
 
 
-def _fmt(value, spec: str = ".2f") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def markdown(results: list[Result]) -> str:
     head = (
         "| model | shapes | backend | partitions | delegated | lower s | engine MB | recipe MB (raw) | pte MB "
@@ -500,9 +495,9 @@ def markdown(results: list[Result]) -> str:
         explain = "-" if r.explain_agrees is None else ("yes" if r.explain_agrees else f"no ({r.explain_partitions})")
         err = "-" if r.max_err is None else f"{r.max_err:.2g} ({r.out_scale:.2g})"
         lines.append(
-            f"| {r.row} | {r.shapes} | {r.backend} | {_fmt(r.partitions, 'd')} | {ratio} | {_fmt(r.lower_s, '.1f')} "
-            f"| {_fmt(r.engine_mb)} | {_fmt(r.recipe_mb, '.3f')} ({_fmt(r.recipe_raw_mb, '.3f')}) | {_fmt(r.pte_mb)} "
-            f"| {err} | {_fmt(r.onnx_err, '.2g')} | {explain} | {host} |"
+            f"| {r.row} | {r.shapes} | {r.backend} | {fmt(r.partitions, 'd')} | {ratio} | {fmt(r.lower_s, '.1f')} "
+            f"| {fmt(r.engine_mb)} | {fmt(r.recipe_mb, '.3f')} ({fmt(r.recipe_raw_mb, '.3f')}) | {fmt(r.pte_mb)} "
+            f"| {err} | {fmt(r.onnx_err, '.2g')} | {explain} | {host} |"
         )
     return "\n".join(lines)
 
@@ -560,7 +555,7 @@ def main(argv=None) -> int:
         for r in row_results:
             print(
                 f"# {r.row} {r.shapes} {r.backend}: partitions {r.partitions}, delegated {r.delegated}/{r.compute}, "
-                f"lower {_fmt(r.lower_s, '.1f')} s, err {_fmt(r.max_err, '.2g')}, host {r.host} {r.error}",
+                f"lower {fmt(r.lower_s, '.1f')} s, err {fmt(r.max_err, '.2g')}, host {r.host} {r.error}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -39,6 +39,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 import torch
+from bench_common import xnnpack_edge  # this folder (the script's own) is on sys.path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -99,10 +100,7 @@ def _weight_mb(model) -> float:
 
 
 def _xnnpack_lower(program):
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
-
-    return to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+    return xnnpack_edge(program).to_executorch().buffer
 
 
 def _measure(row: Row, lower) -> bytes:

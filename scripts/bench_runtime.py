@@ -25,6 +25,7 @@ import time
 import warnings
 
 import torch
+from bench_common import median_per_call  # this folder (the script's own) is on sys.path
 
 
 class MLP(torch.nn.Module):
@@ -67,15 +68,7 @@ MODELS = {
 
 
 def median_us(fn, calls, blocks):
-    for _ in range(max(3, calls // 5)):
-        fn()
-    samples = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    return median_per_call(fn, calls, blocks, warmup=max(3, calls // 5)) * 1e6
 
 
 def et_method(buffer):

@@ -48,8 +48,8 @@ def fix_up(data: bytes) -> bytes | None:
 def check_blob(data: bytes) -> str:
     """Parse with the C++ reader; returns "ok" or "rejected". Raises AssertionError on a broken contract."""
     from et_tensorrt import _C
-    from et_tensorrt import blob as B
     from et_tensorrt.errors import BlobFormatError
+    from et_tensorrt.format import blob as B
 
     try:
         parsed = _C.parse_blob(data)
@@ -122,7 +122,7 @@ def main() -> None:
 
     with atheris.instrument_imports(include=["et_tensorrt"]):
         import et_tensorrt  # noqa: F401
-        import et_tensorrt.blob  # noqa: F401
+        import et_tensorrt.format.blob  # noqa: F401
 
     argv = list(sys.argv)
     dirs = [a for a in argv[1:] if not a.startswith("-")]

@@ -254,8 +254,8 @@ def rewrite_sections(blob: bytes, edit) -> bytes:
 def mutate_weights(blob: bytes, rng: random.Random) -> bytes:
     import torch
 
-    from et_tensorrt import blob as B
     from et_tensorrt.embedded_program.loader import weight_tensor
+    from et_tensorrt.format import blob as B
 
     parsed = B.read_blob(blob)
     if rng.random() < 0.3:  # raw bytes of the WEIGHTS section

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
-from et_tensorrt import blob as B
-from et_tensorrt import recipe as R
-from et_tensorrt import refit_map as RM
-from et_tensorrt import state_table as ST
+from et_tensorrt.format import blob as B
+from et_tensorrt.format import recipe as R
+from et_tensorrt.format import refit_map as RM
+from et_tensorrt.format import state_table as ST
 
 ENGINE = b"vtrt" + bytes(range(60))  # placeholder engine payload: readers never interpret ENGINE bytes
 GRAPH = b'{"placeholder": "torch.export JSON; the blob reader does not interpret GRAPH"}'
@@ -115,7 +115,7 @@ def with_state(*entries: bytes, count: int | None = None, reserved: int = 0, tai
     )
 
 
-# The engine and the first two weights are ExecuTorch named data (keys: content digests, see backend/named_data.py).
+# The engine and the first two weights are ExecuTorch named data (keys: content digests, see builder/named_data.py).
 NAMED = [
     B.NamedRef(B.NAMED_ENGINE, 0, "et_tensorrt:" + "e" * 64, len(ENGINE)),
     B.NamedRef(B.NAMED_WEIGHT, 0, "et_tensorrt:" + "0" * 64, 48),
@@ -166,7 +166,7 @@ def recipe_map() -> bytes:
 def recipe_payload(
     version=R.VERSION, reserved=0, header=None, graph=RECIPE_GRAPH, map_payload=None, header_len=None, tail=b""
 ) -> bytes:
-    """A RECIPE payload laid out as et_tensorrt.recipe.encode does, with any field overridden (damaged cases)."""
+    """A RECIPE payload laid out as et_tensorrt.format.recipe.encode does, with any field overridden (damaged cases)."""
     import json
 
     text = json.dumps(RECIPE_HEADER).encode() if header is None else header

@@ -127,8 +127,8 @@ def partition_archive(blob: bytes) -> bytes:
     version, _, _, sections = blob_sections(blob)
     if version == 1:
         return dict(sections)[3]
-    from et_tensorrt.blob import read_blob
     from et_tensorrt.embedded_program import load_program
+    from et_tensorrt.format.blob import read_blob
 
     buf = io.BytesIO()
     torch.export.save(load_program(read_blob(blob)), buf)

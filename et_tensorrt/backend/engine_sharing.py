@@ -26,17 +26,17 @@ import logging
 
 import torch
 
-from et_tensorrt import blob as blob_mod
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend.named_data import tensor_digest
-from et_tensorrt.backend.onnx_export import OnnxExport, partition_io
-from et_tensorrt.backend.profiles import decode_dynamic_dims
 from et_tensorrt.backend.stages.build import _io_entries
 from et_tensorrt.backend.stages.cache_lookup import _checked, _program
 from et_tensorrt.backend.stages.job import PartitionJob
 from et_tensorrt.backend.stages.to_onnx import record_devices
 from et_tensorrt.backend.state_validation import _place_positions
 from et_tensorrt.backend.validation import validation_inputs
+from et_tensorrt.builder.named_data import tensor_digest
+from et_tensorrt.builder.onnx_export import OnnxExport, partition_io
+from et_tensorrt.builder.profiles import decode_dynamic_dims
+from et_tensorrt.format import blob as blob_mod
 from et_tensorrt.parity import compare, for_precision
 
 logger = logging.getLogger("et_tensorrt")

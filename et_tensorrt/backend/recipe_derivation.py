@@ -1,4 +1,4 @@
-"""Derive a partition's RECIPE (et_tensorrt.recipe): its ONNX graph without the initializers' bytes, a recipe
+"""Derive a partition's RECIPE (et_tensorrt.format.recipe): its ONNX graph without the initializers' bytes, a recipe
 per initializer over the embedded program's WEIGHTS, and the build header.
 
 The initializer recipes are REFIT_MAP's (backend/refit_derivation.py: same derivation, same exact byte-for-byte
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from et_tensorrt import recipe as recipe_mod
 from et_tensorrt import trt
-from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.refit_derivation import RefitPlan, derive_refit_map, verify_refit_map
+from et_tensorrt.builder import onnx_weights
+from et_tensorrt.builder.recipe_build import header_for
+from et_tensorrt.format import recipe as recipe_mod
 
 # Where an initializer's bytes "are" in the weightless graph: the export's own in-memory location (no file behind
 # it). TensorRT's parser never reads it (every initializer is handed over from memory), and a missing one fails
@@ -31,7 +32,7 @@ class RecipePlan:
 
 def weightless_graph(export) -> bytes:
     """The export's ONNX graph (``OnnxExport.model``: its large initializers already external references, see
-    backend/onnx_weights.py) with every other non-empty initializer made one too (``EXTERNAL_LOCATION``, its
+    builder/onnx_weights.py) with every other non-empty initializer made one too (``EXTERNAL_LOCATION``, its
     byte length): names, types and dims stay, no weight bytes. The nodes' provenance (the exporter's
     ``pkg.torch.onnx.*`` metadata and doc strings: ~85% of a transformer's graph bytes; TensorRT reads neither)
     is left out too."""
@@ -75,5 +76,5 @@ def derive_recipe(export, weights, aten_ep, precision: str, workspace_bytes: int
     tensors = [w.tensor.detach().cpu() for w in weights]
     verify_refit_map(export, plan.entries, tensors, plan.payload, [w.name for w in weights])
     graph = weightless_graph(export)
-    header = recipe_mod.header_for(export, precision, workspace_bytes, engine)
+    header = header_for(export, precision, workspace_bytes, engine)
     return RecipePlan(recipe_mod.encode(header, graph, plan.payload), plan, len(graph), plan.raw_bytes)

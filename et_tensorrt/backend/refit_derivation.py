@@ -1,5 +1,5 @@
 """Derive a partition's REFIT_MAP: for every ONNX initializer, a recipe that rebuilds its exact bytes from the
-embedded program's weights (et_tensorrt.refit_map), then verify every entry byte for byte.
+embedded program's weights (et_tensorrt.format.refit_map), then verify every entry byte for byte.
 
 ONNX export transforms weights on the way: constant folding transposes linear weights (``permute``), reshapes
 and casts them (fp16/bf16 engines), fuses a batch norm into the convolution before it, deduplicates tied
@@ -8,7 +8,7 @@ counted in METADATA ``refit_raw_bytes``), so the map is complete whatever the ex
 
 The check is exact, not within a tolerance: the engine is built with REFIT_IDENTICAL, and every recipe step is
 exact (permute, reshape) or correctly rounded (cast; the batch-norm steps use numpy's IEEE arithmetic, as the
-exporter's fold does: see et_tensorrt.refit_map), so a recipe's bytes do not depend on the CPU that runs it.
+exporter's fold does: see et_tensorrt.format.refit_map), so a recipe's bytes do not depend on the CPU that runs it.
 
 The weights are read where they are, a slab at a time, never copied whole (a large model's partitions hold
 gigabytes): an initializer that *is* a weight (the export kept the program's tensor) is recognized by its memory
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from et_tensorrt import refit_map as rm
-from et_tensorrt.backend import onnx_weights
-from et_tensorrt.blob import Weight, scalar_type_code
+from et_tensorrt.builder import onnx_weights
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format import refit_map as rm
+from et_tensorrt.format.blob import Weight, scalar_type_code
 
 if TYPE_CHECKING:
-    from et_tensorrt.backend.onnx_export import OnnxExport
+    from et_tensorrt.builder.onnx_export import OnnxExport
 
 logger = logging.getLogger("et_tensorrt")
 
@@ -47,7 +47,7 @@ class RefitPlan:
 
 def onnx_initializers(export: OnnxExport) -> list[tuple[str, torch.Tensor]]:
     """(name, tensor) of every initializer of the export's ONNX model, as the builder saw them (the external
-    ones are the export's tensors, not copies: backend/onnx_weights.py)."""
+    ones are the export's tensors, not copies: builder/onnx_weights.py)."""
     try:
         return list(onnx_weights.initializers(export))
     except EngineBuildError as exc:

@@ -35,9 +35,9 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
-from et_tensorrt.backend.kv_cache_op import AXIS, kv_cache_update
 from et_tensorrt.backend.value_slices import gathers_for_value_slices
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
+from et_tensorrt.builder.kv_cache_op import AXIS, kv_cache_update
 
 aten = torch.ops.aten
 POSITIONS = 0  # the guard input holds every write position (consecutive)

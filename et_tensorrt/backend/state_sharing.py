@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.named_data import KEY_PREFIX
+from et_tensorrt.builder.named_data import KEY_PREFIX
 from et_tensorrt.errors import StateSharingError
 
 

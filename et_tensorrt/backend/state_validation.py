@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.onnx_export import OnnxExport
 from et_tensorrt.backend.state_lifting import AXIS, POSITIONS, State
 from et_tensorrt.backend.validation import ValidationError, ValidationInconclusive, run_onnx, validation_inputs
+from et_tensorrt.builder.onnx_export import OnnxExport
 from et_tensorrt.parity import compare, for_precision
 
 STEPS = 3

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend import quant_ops
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
-from et_tensorrt.backend.onnx_export import OnnxExport
-from et_tensorrt.backend.onnx_weights import onnxruntime_session
+from et_tensorrt.builder import quant_ops
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
+from et_tensorrt.builder.onnx_export import OnnxExport
+from et_tensorrt.builder.onnx_weights import onnxruntime_session
 from et_tensorrt.errors import EngineBuildError, ValidationError
 from et_tensorrt.parity import compare, for_precision, for_quantized
 

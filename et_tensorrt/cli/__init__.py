@@ -56,7 +56,7 @@ __all__ = [
 
 def _check_environment() -> None:
     """Settings read from the environment, checked like arguments."""
-    from ..backend.build_cache import max_bytes
+    from ..builder.build_cache import max_bytes
     from ..runtime.device_build import prepare_policy
     from ..runtime.executors import fallback_policy
 
@@ -69,7 +69,7 @@ def _check_environment() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser(COMMANDS).parse_args(argv)
+    args = build_parser(COMMANDS, __doc__).parse_args(argv)
     with quiet_third_party(args.debug):
         try:
             if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):

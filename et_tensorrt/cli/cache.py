@@ -1,12 +1,12 @@
 """``cache``: what the on-disk build cache holds (``list``), its size against the limit (``size``), and
-``clear``. Entries are made by lowering (et_tensorrt.backend.build_cache); nothing here builds."""
+``clear``. Entries are made by lowering (et_tensorrt.builder.build_cache); nothing here builds."""
 
 from __future__ import annotations
 
 import time
 
 from .._text import table
-from ..backend import build_cache
+from ..builder import build_cache
 from .common import EXIT_OK
 
 

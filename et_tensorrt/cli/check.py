@@ -180,8 +180,8 @@ def run_and_check(
 
 def _check_engine(index, blob, count, calls, exports, tolerances, named=None) -> EngineCheck:
     from ..backend.validation import run_onnx
-    from ..blob import program_digest
     from ..errors import ValidationError
+    from ..format.blob import program_digest
 
     digest = program_digest(blob)
     recorded = exports.get(digest)

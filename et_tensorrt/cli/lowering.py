@@ -59,7 +59,7 @@ class LoweringRequest:
 class Lowered:
     data: bytes | None  # the program (None when it was written to `saved` instead)
     report: object  # et_tensorrt.PartitionReport
-    exports: dict  # et_tensorrt.blob.program_digest -> backend.preprocess.PartitionExport
+    exports: dict  # et_tensorrt.format.blob.program_digest -> backend.preprocess.PartitionExport
     saved: object = None  # et_tensorrt.lowering.SavedProgram, when written to a file
 
 
@@ -78,7 +78,8 @@ def lower_program(
     its .ptd beside it) piece by piece instead of returning its bytes. Raises UsageError for a
     ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
     from .. import lower, lowering
-    from ..backend import build_cache, preprocess
+    from ..backend import preprocess
+    from ..builder import build_cache
     from ..progress import Progress, reporting, step
 
     before = dict(preprocess.stats)

@@ -252,10 +252,9 @@ def _input_options(p: argparse.ArgumentParser, shapes: str) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
 
-def build_parser(commands) -> argparse.ArgumentParser:
-    """``commands``: command name -> function(args) -> exit status."""
-    from . import __doc__ as description
-
+def build_parser(commands, description: str | None = None) -> argparse.ArgumentParser:
+    """``commands``: command name -> function(args) -> exit status; ``description``: the help's text (the cli
+    package's docstring, which passes it: parser imports nothing of the package that imports it)."""
     parser = _Parser(prog="et-tensorrt", description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks, all warnings and library logs")
     parser.add_argument("--version", action="version", version=_version(), help="print versions and exit")

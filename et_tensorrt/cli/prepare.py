@@ -43,8 +43,8 @@ def _gpu(device: torch.device):
 def _with_named_weights(blob, named: dict, pte: str, data_path: str | None):
     """``blob`` with its WEIGHTS as views (no copy), the named ones out of the program's named data; CliError naming
     the missing .ptd when a named weight is in neither the .pte nor the given .ptd."""
-    from ..blob import NAMED_WEIGHT
     from ..embedded_program.loader import weight_views
+    from ..format.blob import NAMED_WEIGHT
 
     missing = [n.key for n in blob.named if n.target == NAMED_WEIGHT and n.key not in named]
     if missing:
@@ -62,7 +62,7 @@ def _engine_bytes(blob) -> int:
 
 
 def cmd_prepare(args) -> int:
-    from ..blob import read_blob
+    from ..format.blob import read_blob
     from ..inspection import _delegate_bytes, _delegates_of, _deserialize_pte, named_data, read_file
     from ..runtime import device_build
 

@@ -51,9 +51,11 @@ def unsafe_reason(op: torch._ops.OpOverload) -> str | None:
 @cache
 def allowed_targets() -> frozenset[str]:
     """Serialized target strings (``torch.ops.aten.add.Tensor``, ``_operator.mul``) an embedded program may use."""
-    from et_tensorrt.backend import op_rewrites
-    from et_tensorrt.backend.edge_to_aten import REWRITE_TARGETS, _view_op
-    from et_tensorrt.backend.quant_legalization import HOST_TARGETS
+    # Local: the op tables of the builder and the partitioner load when a program is first checked, not with the
+    # runtime that imports this package.
+    from et_tensorrt.builder import op_rewrites
+    from et_tensorrt.builder.edge_to_aten import REWRITE_TARGETS, _view_op
+    from et_tensorrt.builder.quant_legalization import HOST_TARGETS
     from et_tensorrt.partition.argument_limits import ADAPTIVE_POOLING
     from et_tensorrt.partition.supported_ops import SUPPORTED_OPS
 

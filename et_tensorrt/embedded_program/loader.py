@@ -17,8 +17,8 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from et_tensorrt.blob import Blob, WeightEntry
 from et_tensorrt.errors import ProgramRefusedError
+from et_tensorrt.format.blob import Blob, WeightEntry
 
 from .graph_check import check_program
 
@@ -191,7 +191,7 @@ def load_program(blob: Blob, named: Mapping[str, bytes] | None = None) -> torch.
         tensors = {w.name: (w.kind, t, w.persistent) for w, t in zip(blob.weights, weights, strict=True)}
         return _deserialize(program, *bind_weights(program, tensors, strict=True))
     if blob.program is not None:
-        from .archive_v1 import read_archive
+        from .archive_v1 import read_archive  # local: version-1 blobs only
 
         try:
             graph, stored = read_archive(bytes(blob.program))

@@ -15,8 +15,10 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from et_tensorrt.blob import Weight
 from et_tensorrt.errors import EngineBuildError, ProgramRefusedError
+from et_tensorrt.format.blob import Weight
+
+from .loader import checked_program
 
 _KINDS = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 
@@ -44,8 +46,6 @@ def program_weights(ep: ExportedProgram) -> list[Weight]:
 
 def check_graph(graph: bytes) -> None:
     """Raises EngineBuildError when the runtime's safe loader would refuse this GRAPH payload."""
-    from .loader import checked_program
-
     try:
         checked_program(graph)
     except ProgramRefusedError as e:

@@ -1,7 +1,7 @@
 """Limits of TensorRT on the arguments of ops in the table: why a node of a supported op is refused.
 
 Each check returns the reason (the detail of an ``unsupported-args`` refusal) or None. Some ops are
-delegated in forms ONNX or TensorRT lack, and ``backend/op_rewrites.py`` rewrites them into ones they have
+delegated in forms ONNX or TensorRT lack, and ``builder/op_rewrites.py`` rewrites them into ones they have
 (adaptive pooling, index_put with a mask or with accumulate=True); the functions that decide whether a
 node can be rewritten live here, so the partitioner and the rewrite cannot disagree.
 """

@@ -14,6 +14,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 # ExecuTorch finds a backend by BACKEND_ID among BackendDetails' subclasses: importing preprocess registers it.
 from ..backend.preprocess import EtTensorRTBackend  # noqa: F401
+from ..builder.profiles import DynamicDim, encode_dynamic_dims
 from ..compile_specs import (
     BACKEND_ID,
     DYNAMIC_DIMS,
@@ -335,8 +336,6 @@ class TensorRTPartitioner(Partitioner):
     def _dynamic_dims_spec(self, exported_program) -> dict[str, str]:
         """``DYNAMIC_DIMS``: per symbol, its declared range (when the program before ``to_edge`` was seen) and
         the user's opt sizes; empty for a static program."""
-        from ..backend.profiles import DynamicDim, encode_dynamic_dims
-
         declared = self._declared or {}
         opts = resolve_opt_sizes(self.opt_sizes, self._source_program or exported_program) if self.opt_sizes else {}
         symbols = sorted(set(declared) | set(opts))

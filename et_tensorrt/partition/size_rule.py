@@ -34,7 +34,7 @@ def symbolic_crossings(calls: list[Node], tags: dict[str, str]) -> dict[str, Rea
     A delegated scalar read outside its partition stays on the host, which computes its own sizes (from the
     program's inputs, see ``transform_for_pre_decomposition``). A partition may read an integer size computed
     outside it: ExecuTorch passes it as an integer argument and the engine computes it from its own inputs'
-    shapes, or takes it as a shape input (``backend/size_inputs.py``). Other scalars (floats, bools) are not
+    shapes, or takes it as a shape input (``builder/size_inputs.py``). Other scalars (floats, bools) are not
     sizes: a delegated node reading one computed outside its partition stays on the host."""
     crossings: dict[str, Reason] = {}
     for node in calls:

@@ -22,6 +22,8 @@ import operator
 import torch
 from torch.fx import Node
 
+from ..quantization import qdq
+
 DEFAULT_MAX_PARTITION_WEIGHTS = 2**30  # bytes
 
 
@@ -87,8 +89,6 @@ def _cuttable(nodes: list[Node], program, weights: dict[str, int]) -> list[bool]
 def _quantized_value(node: Node) -> bool:
     """A quantize's or choose_qparams' result (or an item of it): it may only reach its dequantize in the same
     engine (a Q/DQ pair split between partitions is refused)."""
-    from ..quantization import qdq
-
     source = node.args[0] if node.target is operator.getitem and isinstance(node.args[0], Node) else node
     q = qdq.read(source)
     return q is not None and q.kind != qdq.DEQUANTIZE

@@ -7,9 +7,9 @@ runs only with the TensorRT flavour and version that built it. :func:`aot_fit` p
 whether it runs on this GPU with the TensorRT here; where it does not (or it does not deserialize), and a builder
 that can build for this GPU is importable (``tensorrt`` or ``tensorrt_rtx``, et_tensorrt.trt), :func:`engine_for`
 builds the engine from the recipe (the weightless ONNX graph, each initializer rebuilt from WEIGHTS) through the
-one engine builder (et_tensorrt.backend.engine_builder), or takes it from the engine cache.
+one engine builder (et_tensorrt.builder.engine_builder), or takes it from the engine cache.
 
-The engine cache is the build cache's folder and file layout (et_tensorrt.backend.build_cache:
+The engine cache is the build cache's folder and file layout (et_tensorrt.builder.build_cache:
 ``ET_TENSORRT_CACHE_DIR``, checksummed entries written atomically, least recently used evicted). The builder
 streams the engine straight into its entry, and an engine from the cache is a region of the entry's file
 (``held_data.FileRegion``), mapped for TensorRT to deserialize: a device-built engine is never a second copy in
@@ -36,8 +36,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .. import trt
-from ..backend.held_data import FileRegion
+from .. import __version__, trt
+from ..builder import build_cache
+from ..builder.held_data import FileRegion
+from ..embedded_program.loader import weight_views
+from ..errors import BlobFormatError, EngineBuildError
+from ..format import blob as blob_mod
+from ..format.blob import program_digest
+from ..format.recipe import encode, engine_header
 
 log = logging.getLogger("et_tensorrt")
 
@@ -180,8 +186,6 @@ def partition_digest(blob, program: str) -> str:
 
 
 def cache_key(digest: str, gpu: Gpu, flavour: trt.Flavour, targets: tuple[str, ...]) -> str:
-    from .. import __version__
-
     facts = [FORMAT, digest, gpu.name, gpu.sm, flavour.name, flavour.version, list(targets), __version__]
     return hashlib.sha256(repr(facts).encode()).hexdigest()
 
@@ -189,9 +193,9 @@ def cache_key(digest: str, gpu: Gpu, flavour: trt.Flavour, targets: tuple[str, .
 def _build(blob, flavour: trt.Flavour, targets: tuple[str, ...], sink) -> tuple[FileRegion, float]:
     """The engine built from the blob's RECIPE, streamed into ``sink`` (build_cache.EngineWriter: its cache entry,
     or a private file where the cache cannot be written), and the seconds it took."""
-    from ..backend.engine_builder import BuildSettings, build_engine
-    from ..embedded_program.loader import weight_views
-    from ..recipe import build_export
+    # Local: the builder (the ONNX export's modules, TensorRT's builder) loads only when an engine is built here.
+    from ..builder.engine_builder import BuildSettings, build_engine
+    from ..builder.recipe_build import build_export
 
     recipe = blob.recipe
     # its initializers (read-only views of the WEIGHTS, never copies, or tensors rebuilt from them) live until the
@@ -214,7 +218,6 @@ def _facts(digest: str, gpu: Gpu, flavour: trt.Flavour) -> dict:
 
 def _cached(key: str, digest: str, gpu: Gpu, flavour: trt.Flavour):
     """The checked cache entry for ``key``, or None (a bad entry is removed: it is built again)."""
-    from ..backend import build_cache
 
     entry = build_cache.load(key)
     if entry is None:
@@ -232,8 +235,6 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str | None = None) -> Ma
     """An engine for ``gpu`` built from the blob's RECIPE (or the engine cache's), or why there is none
     (``why_not_aot``: why the blob's own engine does not run here, which starts the message). ``label`` names the
     partition in log lines (default: its program digest's first digits)."""
-    from ..backend import build_cache
-    from ..blob import program_digest
 
     recipe = blob.recipe
     if recipe is None:
@@ -265,7 +266,6 @@ def engine_for(blob, gpu: Gpu, why_not_aot: str, label: str | None = None) -> Ma
             f"{build_cache.cache_dir()} and {PREPARE_ENV}=cache does not build at load: run `et-tensorrt prepare` "
             "on this machine"
         )
-    from ..errors import BlobFormatError, EngineBuildError
 
     entry = build_cache.Entry(
         key=key,
@@ -298,9 +298,6 @@ def prepared_blob(data: bytes, made: Made) -> bytes:
     weights), METADATA saying so. A blob whose engine was named data gets the new one in its ENGINE section (its
     NAMED_DATA then names only its weights, which stay where they are: the .pte's named data or its .ptd)."""
     import json
-
-    from .. import blob as blob_mod
-    from ..recipe import encode, engine_header
 
     blob = blob_mod.read_blob(data, copy=False)
     named = [n for n in blob.named if n.target != blob_mod.NAMED_ENGINE]

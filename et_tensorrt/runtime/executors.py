@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..blob import DEVICE_CUDA, NAMED_ENGINE, Blob, program_digest, scalar_type_dtype
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
+from ..format.blob import DEVICE_CUDA, NAMED_ENGINE, Blob, program_digest
+from ..format.dtypes import scalar_type_dtype
 from . import graph_program, shared, state
 
 log = logging.getLogger("et_tensorrt")
@@ -331,7 +332,7 @@ def _deserialize(blob: Blob, device: torch.device):
                 return engine, made.origin, ""
             if not made.from_cache:
                 return None, "", f"{why}; the engine built here does not deserialize: {reason}"
-            from ..backend import build_cache
+            from ..builder import build_cache
 
             build_cache.discard(made.key, f"the cached engine does not deserialize ({reason})")
         return None, "", why
@@ -367,7 +368,7 @@ def fallback_policy() -> str:
 class DelegateCall:
     """One delegate call seen by :func:`record_calls`, with host copies of what went in and came out."""
 
-    partition: str  # et_tensorrt.blob.program_digest of the partition's program
+    partition: str  # et_tensorrt.format.blob.program_digest of the partition's program
     executor: str  # "tensorrt" or "pytorch"
     reason: str  # why not TensorRT ("" when TensorRT ran)
     inputs: list[torch.Tensor | int]  # an int for a size argument

@@ -2,7 +2,7 @@
 
 The engine was built with STRIP_PLAN + REFIT_IDENTICAL: it holds no refittable weights, and TensorRT optimized
 it assuming the refit weights are exactly the build's. Every weight TensorRT asks for (``get_all_weights``) is
-rebuilt from the embedded program's WEIGHTS through its REFIT_MAP recipe (et_tensorrt.refit_map.rebuild, the
+rebuilt from the embedded program's WEIGHTS through its REFIT_MAP recipe (et_tensorrt.format.refit_map.rebuild, the
 code that verified the map byte for byte against the ONNX model at lowering time) and handed to
 ``trt.Refitter`` as host memory; the refit copies it to the GPU. Any gap (a weight without a recipe, a dtype
 or size TensorRT does not expect, a refit TensorRT refuses) is a :class:`RefitError` naming it, and the
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from ..blob import Blob
 from ..embedded_program.loader import weight_tensors
-from ..refit_map import rebuild
+from ..format.blob import Blob
+from ..format.refit_map import rebuild
 from ..trt import data_type_name
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import trt
 from et_tensorrt.embedded_program import load_program
+from et_tensorrt.format import blob as B
 
 # What TensorRT writes at offset 0 of a serialized engine (TensorRT-RTX 1.7: b"vtrt"; TensorRT 10: b"ftrt").
 ENGINE_MAGIC = {"tensorrt_rtx": b"vtrt", "tensorrt": b"ftrt"}

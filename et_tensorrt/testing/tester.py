@@ -336,7 +336,7 @@ class Tester(TesterBase):
 
     def quantization(self) -> list[dict | None]:
         """Per blob, what its partition's quantization became (METADATA ``quantization``; None: not quantized)."""
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
 
         return [read_blob(b).metadata.get("quantization") for b in self.blobs]
 

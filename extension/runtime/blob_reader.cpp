@@ -25,9 +25,9 @@ enum SectionKind : uint32_t {
   kGraph = 5,       // version 2 on
   kWeights = 6,     // version 2 on
   kRefitMap = 7,    // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
-  kState = 8,       // version 2 on: the state tensors the delegate owns (et_tensorrt/state_table.py)
+  kState = 8,       // version 2 on: the state tensors the delegate owns (et_tensorrt/format/state_table.py)
   kDigests = 9,     // version 3 on: a CRC-32 of every other section, checked before any of them is read
-  kRecipe = 10,     // version 2 on: how to build the engine on the device (et_tensorrt/recipe.py)
+  kRecipe = 10,     // version 2 on: how to build the engine on the device (et_tensorrt/format/recipe.py)
   kNamedData = 11,  // version 2 on: the ENGINE / WEIGHTS data that is ExecuTorch named data, by key
 };
 constexpr size_t kWeightEntryFixedSize = 24;

@@ -1,5 +1,5 @@
 // The delegate blob (docs/blob-format.md, versions 1 to 3): what preprocess wrote for one partition.
-// This is the one reader: the runtime parses with it and Python's et_tensorrt.blob.read_blob wraps it.
+// This is the one reader: the runtime parses with it and Python's et_tensorrt.format.blob.read_blob wraps it.
 // Parsing validates every count, offset and length before reading; a damaged blob is a BlobFormatError,
 // never an out-of-bounds read.
 #pragma once
@@ -69,7 +69,7 @@ struct NamedDataEntry {
 
 // REFIT_MAP (docs/blob-format.md): per engine weight (ONNX initializer), a recipe that rebuilds its bytes from
 // WEIGHTS. The reader checks the structure (known steps, indexes inside WEIGHTS, RAW bytes inside the section,
-// a recipe that leaves one tensor); running a recipe is Python's (et_tensorrt.refit_map.rebuild).
+// a recipe that leaves one tensor); running a recipe is Python's (et_tensorrt.format.refit_map.rebuild).
 enum class RefitOp : uint8_t { Source = 1, Raw = 2, Cast = 3, Permute = 4, Reshape = 5, BnScale = 6, BnShift = 7 };
 
 struct RefitStep {

@@ -253,7 +253,7 @@ class Checks:
 
     # -- per program --------------------------------------------------------------------------------
     def blob(self, name: str):
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
 
         out = []
         for raw in self.blobs(name):
@@ -283,7 +283,7 @@ class Checks:
 
         results = []
         for i, raw in enumerate(self.blobs(name)):
-            from et_tensorrt.blob import read_blob
+            from et_tensorrt.format.blob import read_blob
 
             logger = trt.CollectingLogger.create()
             engine = trt_mod.Runtime(logger).deserialize_cuda_engine(read_blob(raw).engine)
@@ -482,7 +482,7 @@ class Checks:
         """An int4 weight-only engine: its METADATA says int4 weights (legalize_quant), TensorRT deserialized it on
         this GPU and ran it (its parity with the quantized eager model was the "runs, matches eager" row);
         otherwise TensorRT's own reason, verbatim."""
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
 
         (raw,) = self.blobs(name)
         blob = read_blob(raw)
@@ -552,7 +552,7 @@ class Checks:
     def tensorrt_alone(self, name: str, trt_mod, x, out) -> float:
         """The engine with nothing of ours around it: bind, enqueue on torch's stream."""
         from et_tensorrt import trt
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
 
         blob = read_blob(self.blobs(name)[0])
         engine = trt_mod.Runtime(trt.CollectingLogger.create()).deserialize_cuda_engine(blob.engine)
@@ -569,7 +569,7 @@ class Checks:
     def aot_targets(self, name: str):
         """The blob's RECIPE predicts whether its ahead-of-time (TensorRT-RTX) engine runs on this GPU, and the
         "engine deserializes" row found out: they must agree (on SM90 both say no)."""
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
         from et_tensorrt.runtime import device_build
 
         gpu = device_build.this_gpu(torch.device("cuda", 0))
@@ -587,7 +587,7 @@ class Checks:
         carried), runs it against eager, and a second Runner takes it from the engine cache. Or says why not."""
         import tempfile
 
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
         from et_tensorrt.runtime import device_build
 
         gpu = device_build.this_gpu(torch.device("cuda", 0))
@@ -626,7 +626,7 @@ class Checks:
         if self.executor.get(name) != "tensorrt":
             reasons = [line for line in self.log.lines if "runs with PyTorch" in line]
             raise AssertionError(f"executor {self.executor.get(name)}: {reasons[0] if reasons else 'no log line'}")
-        from et_tensorrt.blob import read_blob
+        from et_tensorrt.format.blob import read_blob
 
         stripped = [read_blob(raw) for raw in self.blobs(name)]
         full = [read_blob(raw) for raw in self.blobs(both)]

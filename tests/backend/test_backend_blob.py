@@ -8,9 +8,10 @@ import blob_fixtures as fx
 import pytest
 import torch
 
-from et_tensorrt import blob as B
-from et_tensorrt import recipe as R
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import blob as B
+from et_tensorrt.format import dtypes
+from et_tensorrt.format import recipe as R
 
 
 def test_valid_blob_round_trips():
@@ -179,7 +180,7 @@ def test_writer_refuses_what_readers_reject():
     with pytest.raises(BlobFormatError, match="min"):
         B.encode_io_table([B.IOEntry(0, "x", 6, (B.DimRange(3, 3, 2),))])
     with pytest.raises(BlobFormatError):
-        B.scalar_type_code(torch.uint4)  # no ExecuTorch ScalarType
+        dtypes.scalar_type_code(torch.uint4)  # no ExecuTorch ScalarType
     with pytest.raises(BlobFormatError, match="needs an ENGINE"):
         B.write_blob(fx.IO)
     with pytest.raises(BlobFormatError, match="kind"):
@@ -187,8 +188,8 @@ def test_writer_refuses_what_readers_reject():
     with pytest.raises(BlobFormatError):
         B.device_code("mps:0")
     assert B.device_code("cuda:3") == (1, 3) and B.device_code("cpu") == (0, 0)
-    assert B.scalar_type_code("torch.bfloat16") == 15 and B.scalar_type_code(torch.complex64) == 9
-    assert B.scalar_type_dtype(15) is torch.bfloat16
+    assert dtypes.scalar_type_code("torch.bfloat16") == 15 and dtypes.scalar_type_code(torch.complex64) == 9
+    assert dtypes.scalar_type_dtype(15) is torch.bfloat16
 
 
 def test_fixture_files_are_written(tmp_path):

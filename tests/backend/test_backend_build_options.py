@@ -77,7 +77,7 @@ def test_keywords_override_build_options_fields():
 def test_a_model_already_in_fp16_lowers_with_precision_fp16():
     """Its partition's results are fp16: the engine returns them as they are (not widened to fp32), and no weight
     is copied to be cast (they already are)."""
-    from et_tensorrt.blob import read_blob
+    from et_tensorrt.format.blob import read_blob
     from et_tensorrt.inspection import delegate_blobs
 
     torch.manual_seed(0)

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import trt
-from et_tensorrt.backend import build_cache, preprocess
+from et_tensorrt.backend import preprocess
 from et_tensorrt.backend.stages import build as build_stage
 from et_tensorrt.backend.stages import to_onnx as onnx_stage
 from et_tensorrt.backend.stages import validate as validate_stage
+from et_tensorrt.builder import build_cache
+from et_tensorrt.format import blob as B
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob
 
 # METADATA that says how this blob was made (timings, cache outcome), not what it holds.
@@ -205,7 +206,7 @@ def _entry(key: str, size: int) -> build_cache.Entry:
 def test_an_entry_holds_the_engine_in_its_file_and_the_recipe_beside_it(cache):
     """Format 3: the engine (as a builder streams it), the RECIPE, the header last; a loaded engine is a region of
     the entry file, never read whole."""
-    from et_tensorrt.backend.held_data import FileRegion
+    from et_tensorrt.builder.held_data import FileRegion
 
     entry = _entry("a" * 64, 3000)
     entry.recipe, entry.build_seconds = b"recipe" * 100, 1.25

@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Writes entries of two sizes under one key while reading it back; prints what it saw.
 _HAMMER = r"""
 import os, sys
-from et_tensorrt import blob as B
-from et_tensorrt.backend import build_cache
+from et_tensorrt.format import blob as B
+from et_tensorrt.builder import build_cache
 key = "c" * 64
 io = [B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange.static(2),))]
 payloads = [bytes([int(sys.argv[1])]) * 3_000_000, bytes([int(sys.argv[1]) + 1]) * 1_000_000]

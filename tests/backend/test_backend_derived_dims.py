@@ -3,7 +3,7 @@ profile is the derived range, and the program runs at other sizes of that form."
 
 import torch
 
-from et_tensorrt import blob as B
+from et_tensorrt.format import blob as B
 from et_tensorrt.parity import ASSERT_CLOSE_FP32, Tolerances
 from et_tensorrt.testing import Tester
 

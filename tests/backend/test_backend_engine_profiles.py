@@ -4,9 +4,9 @@ input, even one the partition records as static (the ONNX exporter can leave suc
 import torch
 from onnx import TensorProto, helper
 
-from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
-from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
-from et_tensorrt.blob import DimRange
+from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
+from et_tensorrt.builder.onnx_export import OnnxExport, TensorInfo
+from et_tensorrt.format.blob import DimRange
 
 
 def _relu_export(onnx_dims, info_dims):

@@ -11,8 +11,8 @@ import pytest
 
 import et_tensorrt
 from et_tensorrt import _C, Runner
-from et_tensorrt.blob import NAMED_ENGINE, read_blob
 from et_tensorrt.errors import StateSharingError
+from et_tensorrt.format.blob import NAMED_ENGINE, read_blob
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes, named_data
 from et_tensorrt.runtime import state
 from et_tensorrt.testing import decoders

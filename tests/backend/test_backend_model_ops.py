@@ -11,8 +11,8 @@ from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lo
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 import et_tensorrt
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
+from et_tensorrt.format import blob as B
 
 F = torch.nn.functional
 
@@ -198,7 +198,7 @@ def test_adaptive_average_pooling_with_unequal_windows():
 
 
 def test_averaging_matrix_is_pytorchs_windows():
-    from et_tensorrt.backend.op_rewrites import averaging_matrix
+    from et_tensorrt.builder.op_rewrites import averaging_matrix
 
     x = torch.randn(11)
     for out in (1, 3, 4, 7, 11, 15):

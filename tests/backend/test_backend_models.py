@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from et_tensorrt import blob as B
+from et_tensorrt.format import blob as B
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob, run_program
 
 

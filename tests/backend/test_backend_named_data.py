@@ -1,4 +1,4 @@
-"""Engines and weights as ExecuTorch named data (issue 27; backend/named_data.py, blob NAMED_DATA): stored once per
+"""Engines and weights as ExecuTorch named data (issue 27; builder/named_data.py, blob NAMED_DATA): stored once per
 program, in the .pte or a .ptd beside it, read at init as views of ExecuTorch's data. Also the lowering's memory
 discipline that makes large models fit: the partition ExecuTorch hands preprocess shares the program's weights, and
 each stage's time and memory are recorded (et_tensorrt.progress)."""
@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import et_tensorrt
-from et_tensorrt import blob as B
-from et_tensorrt.backend import named_data
+from et_tensorrt.builder import named_data
 from et_tensorrt.errors import OptionError, RunnerError
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.progress import Progress
 
@@ -189,7 +189,7 @@ def test_preprocess_gets_the_programs_own_weights_and_records_its_stages(caplog,
 
 def test_a_build_cache_hit_names_the_same_engine(tmp_path, monkeypatch):
     """The cached engine is read in place (a private link to the entry) and named by the same content key."""
-    from et_tensorrt.backend import build_cache
+    from et_tensorrt.builder import build_cache
 
     monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(tmp_path / "cache"))
     first, second = (

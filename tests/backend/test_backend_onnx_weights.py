@@ -1,4 +1,4 @@
-"""The ONNX keeps its weights outside the protobuf (issue 27; backend/onnx_weights.py). The threshold is forced to 0
+"""The ONNX keeps its weights outside the protobuf (issue 27; builder/onnx_weights.py). The threshold is forced to 0
 here, so every initializer takes the external path on a small model: TensorRT's parser and onnxruntime get them
 from memory, the refit derivation and the cache's ONNX identity read them in place, and a lowering with it runs and
 matches eager."""
@@ -9,12 +9,12 @@ import onnx
 import pytest
 import torch
 
-from et_tensorrt.backend import onnx_weights
-from et_tensorrt.backend.edge_to_aten import edge_to_aten
-from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
-from et_tensorrt.backend.onnx_export import export_onnx
 from et_tensorrt.backend.refit_derivation import derive_refit_map, verify_refit_map
 from et_tensorrt.backend.validation import validate
+from et_tensorrt.builder import onnx_weights
+from et_tensorrt.builder.edge_to_aten import edge_to_aten
+from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
+from et_tensorrt.builder.onnx_export import export_onnx
 from et_tensorrt.embedded_program.writer import program_weights
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.testing import Tester

@@ -15,9 +15,9 @@ from executorch.exir.lowered_backend_module import get_lowered_submodules
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import et_tensorrt
-from et_tensorrt import blob as B
 from et_tensorrt import compile_specs as cs
 from et_tensorrt.embedded_program import load_program
+from et_tensorrt.format import blob as B
 
 
 class Net(torch.nn.Module):

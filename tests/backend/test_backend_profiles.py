@@ -1,11 +1,11 @@
 """Optimization profiles: declared ranges recovered from the program before to_edge, and several profiles
-from the user's opt sizes (backend/profiles.py, partition/dynamic_dims.py)."""
+from the user's opt sizes (builder/profiles.py, partition/dynamic_dims.py)."""
 
 import pytest
 import torch
 from torch.export import Dim
 
-from et_tensorrt.backend.profiles import (
+from et_tensorrt.builder.profiles import (
     DynamicDim,
     decode_dynamic_dims,
     encode_dynamic_dims,
@@ -111,7 +111,7 @@ class ConvHead(torch.nn.Module):
 def _blob(pte_edge):
     from executorch.exir.lowered_backend_module import get_lowered_submodules
 
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     [(_, lowered, _)] = get_lowered_submodules(pte_edge.exported_program().graph_module)
     return B.read_blob(lowered.processed_bytes)
@@ -120,7 +120,7 @@ def _blob(pte_edge):
 def test_batch_declared_from_1_runs_at_1():
     """ExecuTorch's to_edge narrows Dim(min=1) to 2; the engine is built from 1 and batch 1 runs."""
     import et_tensorrt
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     model = ConvHead().eval()
     dynamic = ({0: Dim("batch", min=1, max=8)},)
@@ -142,7 +142,7 @@ def test_a_low_precision_engine_keeps_the_dynamic_batch(precision):
     """fp16/bf16 re-export the partition in that precision; the re-export keeps the declared range (it used
     to fail: the casting wrapper takes its inputs as one tuple, the dynamic shapes were given per input)."""
     import et_tensorrt
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
     from et_tensorrt.testing import Tester
 
     dynamic = ({0: Dim("batch", min=1, max=8)},)
@@ -166,7 +166,7 @@ def test_opt_sizes_build_one_profile_each_and_the_table_holds_their_union():
     from executorch.exir import to_edge_transform_and_lower
 
     import et_tensorrt
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     ep = torch.export.export(
         ConvHead().eval(), (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: Dim("batch", min=1, max=64)},)

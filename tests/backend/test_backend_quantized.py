@@ -18,9 +18,9 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import QuantizationError, QuantizationWarning
-from et_tensorrt import blob as B
-from et_tensorrt.backend import onnx_weights
 from et_tensorrt.backend.stages.job import record_exports
+from et_tensorrt.builder import onnx_weights
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
 from et_tensorrt.testing import quantized_models as qm
@@ -111,7 +111,7 @@ def test_onnx_quantized_as_tensorrt_takes_it(lowered):
         assert weight_types == ["INT4"]
         held = dict(onnx_weights.initializers(lowered.export))
         for w, node in zip(weights, dequantize):
-            packed = held[w.name]  # held outside the protobuf (backend/onnx_weights.py), as its packed bytes
+            packed = held[w.name]  # held outside the protobuf (builder/onnx_weights.py), as its packed bytes
             assert packed.dtype == torch.uint8 and packed.numel() == torch.Size(w.dims).numel() // 2
             assert {a.name: a.i for a in node.attribute}["block_size"] == qm.GROUP_SIZE
     else:

@@ -11,11 +11,11 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from et_tensorrt import blob as B
-from et_tensorrt import recipe as R
-from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.backend.recipe_derivation import EXTERNAL_LOCATION, weightless_graph
 from et_tensorrt.backend.refit_derivation import derive_refit_map, verify_refit_map
+from et_tensorrt.builder.onnx_export import OnnxExport, TensorInfo
+from et_tensorrt.format import blob as B
+from et_tensorrt.format import recipe as R
 
 
 def _model(weight: torch.Tensor) -> bytes:
@@ -65,7 +65,7 @@ def test_each_initializer_is_rebuilt_from_weights_or_stored_raw(parts):
 
 def test_tensorrt_builds_the_same_engine_from_the_weightless_graph(parts):
     trt_rtx = pytest.importorskip("tensorrt_rtx")
-    from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
+    from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
 
     export, weights, plan = parts
     whole = build_engine(export, BuildSettings()).engine.to_bytes()

@@ -9,10 +9,10 @@ import torch
 
 from et_tensorrt import compile_specs as cs
 from et_tensorrt.backend import preprocess
-from et_tensorrt.backend.edge_to_aten import edge_to_aten
-from et_tensorrt.backend.onnx_export import export_onnx
 from et_tensorrt.backend.stages import build as build_stage
 from et_tensorrt.backend.validation import validate
+from et_tensorrt.builder.edge_to_aten import edge_to_aten
+from et_tensorrt.builder.onnx_export import export_onnx
 from et_tensorrt.errors import EngineBuildError, ValidationError
 from et_tensorrt.testing import SplitPartitioner, Tester, check_blob, run_program
 

@@ -13,12 +13,12 @@ from torch.export import Dim
 
 import et_tensorrt
 from et_tensorrt import _C
-from et_tensorrt import blob as B
-from et_tensorrt.backend.edge_to_aten import edge_to_aten, user_input_nodes
-from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
-from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
-from et_tensorrt.backend.size_inputs import engine_program
+from et_tensorrt.builder.edge_to_aten import edge_to_aten, user_input_nodes
+from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
+from et_tensorrt.builder.onnx_export import OnnxExport, TensorInfo
+from et_tensorrt.builder.size_inputs import engine_program
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import blob as B
 
 
 class HostThenView(torch.nn.Module):

@@ -14,8 +14,8 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import Runner
-from et_tensorrt.blob import read_blob
 from et_tensorrt.errors import RunnerError
+from et_tensorrt.format.blob import read_blob
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import decoders
 

@@ -17,17 +17,17 @@ import pytest
 import torch
 
 from et_tensorrt import lower
-from et_tensorrt import refit_map as rm
-from et_tensorrt.backend.onnx_export import export_onnx
 from et_tensorrt.backend.refit_derivation import (
     derive_refit_map,
     onnx_initializers,
     verify_refit_map,
 )
-from et_tensorrt.blob import SECTION_REFIT_MAP, read_blob
+from et_tensorrt.builder.onnx_export import export_onnx
 from et_tensorrt.compile_specs import BuildOptions
 from et_tensorrt.embedded_program.writer import program_weights
 from et_tensorrt.errors import BlobFormatError, EngineBuildError, OptionError
+from et_tensorrt.format import refit_map as rm
+from et_tensorrt.format.blob import SECTION_REFIT_MAP, read_blob
 from et_tensorrt.inspection import delegate_blobs, inspect_bytes
 from et_tensorrt.runtime.refit import RefitError, refit_engine
 
@@ -122,7 +122,7 @@ def test_refit_map_rebuilds_every_weight_from_weights(refit_blob):
 def _partition(model, precision="fp32"):
     from executorch.exir import to_edge
 
-    from et_tensorrt.backend.edge_to_aten import edge_to_aten
+    from et_tensorrt.builder.edge_to_aten import edge_to_aten
 
     ep = edge_to_aten(to_edge(torch.export.export(model, (X,))).exported_program())
     return ep, export_onnx(ep, precision), program_weights(ep)
@@ -164,7 +164,7 @@ def test_an_initializer_that_is_the_programs_tensor_is_its_source_unread():
     """The export kept the program's own tensor (a large model's linears): SOURCE, recognized by its memory; a copy
     of the same bytes is found by reading them; the same bytes in another dtype are not."""
     from et_tensorrt.backend.refit_derivation import _Deriver
-    from et_tensorrt.blob import Weight
+    from et_tensorrt.format.blob import Weight
 
     w = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
     other = torch.randn(4, 6, generator=torch.Generator().manual_seed(4))
@@ -312,7 +312,7 @@ def test_engine_only_fails_init_naming_why(lowered):
 
 def _with_refit_map(blob_bytes: bytes, payload: bytes) -> bytes:
     """The blob with its REFIT_MAP payload replaced (sections rewritten by the fixture writer)."""
-    from et_tensorrt.blob import (
+    from et_tensorrt.format.blob import (
         SECTION_ENGINE,
         SECTION_GRAPH,
         SECTION_IO_TABLE,

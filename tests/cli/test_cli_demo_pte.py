@@ -80,7 +80,7 @@ def test_inspect_shows_methods_delegates_and_io_table(pte, run_cli):
     assert "execution device cuda:0" in out
 
     # The figures agree with the blob itself, read here independently.
-    from et_tensorrt.blob import read_blob
+    from et_tensorrt.format.blob import read_blob
     from et_tensorrt.inspection import delegate_blobs
 
     (data,) = delegate_blobs(pte.read_bytes())

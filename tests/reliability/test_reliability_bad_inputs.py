@@ -137,7 +137,7 @@ def test_blob_of_the_wrong_type_is_a_type_error():
 
 
 def _host_blob():
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     io = [
         B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange(1, 2, 4), B.DimRange.static(3))),
@@ -193,7 +193,7 @@ def test_tensorrt_missing_is_reported_by_create_executor(monkeypatch):
     """With a GPU present but no TensorRT runtime importable, create_executor names the reason; with
     ET_TENSORRT_FALLBACK=error it refuses with it."""
     import et_tensorrt
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
     from et_tensorrt.runtime import executors
 
     blob = F.valid_blob()  # cuda:0 execution, carries an ENGINE section

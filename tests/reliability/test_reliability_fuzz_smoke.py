@@ -88,7 +88,7 @@ def test_every_damaged_fixture_is_refused_and_the_next_valid_parse_succeeds():
 
 def _blob_with_name(name: bytes) -> bytes:
     io = struct.pack("<I", 1) + struct.pack("<BBbbHH", 0, 6, 0, 0, len(name), 1) + name + struct.pack("<qqq", 1, 1, 1)
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     return B.write_sections([(B.SECTION_IO_TABLE, io), (B.SECTION_ENGINE, F.ENGINE)], 1, 0)
 
@@ -96,7 +96,7 @@ def _blob_with_name(name: bytes) -> bytes:
 def test_non_utf8_io_name_is_a_blob_format_error():
     """Finding F1 (found by scripts/fuzz_blob.py): the C++ reader accepts a name that is not UTF-8 and
     parse_blob then raised UnicodeDecodeError from the str conversion. Both entry points refuse it now."""
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
 
     bad = _blob_with_name(b"x\xa4y")
     with pytest.raises(BlobFormatError):

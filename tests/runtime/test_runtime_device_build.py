@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from et_tensorrt import blob as B
-from et_tensorrt.backend import build_cache
+from et_tensorrt.builder import build_cache
+from et_tensorrt.format import blob as B
 from et_tensorrt.runtime import device_build, executors
 from et_tensorrt.testing.fake_gpu import fake_gpu
 
@@ -69,7 +69,7 @@ def test_a_recipe_only_blob_builds_caches_and_a_second_process_hits(recipe_only,
     script = textwrap.dedent(
         f"""
         import json
-        from et_tensorrt.backend import build_cache
+        from et_tensorrt.builder import build_cache
         from et_tensorrt.runtime import executors
         from et_tensorrt.testing.fake_gpu import fake_gpu
         with fake_gpu("sm90") as seen:

@@ -8,7 +8,7 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import _C
-from et_tensorrt import blob as B
+from et_tensorrt.format import blob as B
 from et_tensorrt.runtime import executors
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import torch
 
-from et_tensorrt import blob as B
+from et_tensorrt.format import blob as B
 from et_tensorrt.runtime import executors
 
 
@@ -91,7 +91,7 @@ class StatefulContext(FakeContext):
 
 
 def _stateful(monkeypatch, aliases=True):
-    from et_tensorrt import state_table as S
+    from et_tensorrt.format import state_table as S
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: SimpleNamespace(cuda_stream=1))

@@ -11,9 +11,9 @@ import types
 
 import pytest
 
-from et_tensorrt import blob as B
 from et_tensorrt import trt
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format import blob as B
 
 rtx_module = pytest.importorskip("tensorrt_rtx")
 
@@ -96,9 +96,9 @@ class _WithoutTargets(types.ModuleType):
 def test_the_tensorrt_code_path_builds_the_recipe(mlp_blob, monkeypatch):
     """The one builder, as the ``tensorrt`` flavour: strongly typed by flag, no named targets, the recipe's graph
     parsed with its initializers handed over from WEIGHTS, the engine's I/O checked against the header."""
-    from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
+    from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
+    from et_tensorrt.builder.recipe_build import build_export
     from et_tensorrt.embedded_program.loader import weight_tensors
-    from et_tensorrt.recipe import build_export
 
     standard = trt.Flavour("tensorrt", _WithoutTargets(rtx_module))
     assert not standard.supports_target_archs() and standard.network_flags() != 0
@@ -114,9 +114,9 @@ def test_the_tensorrt_code_path_builds_the_recipe(mlp_blob, monkeypatch):
 def test_a_tensorrt_without_engine_streaming_hands_the_engine_over_whole(mlp_blob, monkeypatch):
     """A TensorRT before ``build_serialized_network_to_stream`` (JetPack 6's 10.3) builds into host memory:
     Flavour.build_to writes that to the same sink, and the engine is the streamed one, byte for byte."""
-    from et_tensorrt.backend.engine_builder import BuildSettings, build_engine
+    from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
+    from et_tensorrt.builder.recipe_build import build_export
     from et_tensorrt.embedded_program.loader import weight_tensors
-    from et_tensorrt.recipe import build_export
 
     blob = B.read_blob(mlp_blob)
     export = build_export(blob.recipe, weight_tensors(blob))

@@ -87,8 +87,8 @@ def test_the_device_build_path_imports_no_exir():
     code = (
         "import sys, et_tensorrt\n"
         "from et_tensorrt.runtime import device_build, executors\n"
-        "from et_tensorrt.backend import build_cache, engine_builder, held_data\n"
-        "from et_tensorrt import recipe\n"
+        "from et_tensorrt.builder import build_cache, engine_builder, held_data\n"
+        "from et_tensorrt.format import recipe\n"
         "print(sorted(m for m in sys.modules if m.startswith('executorch.exir')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -11,8 +11,8 @@ from models import MLP
 
 import et_tensorrt
 from et_tensorrt import Runner
-from et_tensorrt import blob as B
 from et_tensorrt.errors import RunnerError
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 
 NAMES = {v: k[len("SECTION_") :] for k, v in vars(B).items() if k.startswith("SECTION_")}

@@ -85,8 +85,8 @@ def test_an_engine_that_fails_for_another_reason_is_not_called_host_code(monkeyp
 def test_the_delegate_refuses_at_init_rather_than_falling_back(monkeypatch):
     """Through create_executor (GPU claimed, a fake TensorRT module): a host-code engine fails init with
     the refusal; the PyTorch fallback would hide that the file tried to run code."""
-    from et_tensorrt import blob as B
     from et_tensorrt import trt
+    from et_tensorrt.format import blob as B
     from et_tensorrt.runtime import executors
 
     class FakeTrt:
@@ -124,7 +124,7 @@ def test_tensorrt_rtx_has_the_switches_the_loader_sets():
 
 
 def test_an_engine_only_blob_fails_init_with_the_reason_where_its_engine_cannot_run():
-    from et_tensorrt import blob as B
+    from et_tensorrt.format import blob as B
     from et_tensorrt.runtime import executors
 
     engine_only = B.write_blob(F.IO, engine=PLAIN_ENGINE, exec_device_type=1)
@@ -137,8 +137,8 @@ def test_a_weight_stripped_engine_is_never_run_unrefitted(monkeypatch):
     for a weight the map does not describe) leaves the engine unused, with the reason (issue 17)."""
     import struct
 
-    from et_tensorrt import blob as B
     from et_tensorrt import trt
+    from et_tensorrt.format import blob as B
     from et_tensorrt.runtime import executors
 
     class FakeRefitter:

@@ -14,10 +14,10 @@ import crafted
 import pytest
 import torch
 
-from et_tensorrt import blob as B
 from et_tensorrt.embedded_program import load_program, serialize_program
 from et_tensorrt.embedded_program.allowed_ops import allowed_targets, unsafe_reason
 from et_tensorrt.errors import ProgramRefusedError
+from et_tensorrt.format import blob as B
 
 
 class Net(torch.nn.Module):

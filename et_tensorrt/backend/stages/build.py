@@ -1,5 +1,5 @@
 """Stage ``build`` (skipped on a cache hit): the TensorRT engine built from the ONNX
-(backend/engine_builder.py), streamed into a new build-cache entry (the partition's RECIPE after it) or a temp
+(builder/engine_builder.py), streamed into a new build-cache entry (the partition's RECIPE after it) or a temp
 file, and the I/O table.
 
 When TensorRT refuses the partition (or validate did) and ``pass_through_build_failures`` is off, the
@@ -14,13 +14,13 @@ from collections import Counter
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt import blob as blob_mod
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend import build_cache
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
-from et_tensorrt.backend.engine_builder import build_engine
 from et_tensorrt.backend.stages.job import PartitionJob, stats
+from et_tensorrt.builder import build_cache
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
+from et_tensorrt.builder.engine_builder import build_engine
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format import blob as blob_mod
 
 logger = logging.getLogger("et_tensorrt")
 

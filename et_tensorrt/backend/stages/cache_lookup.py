@@ -1,4 +1,4 @@
-"""Stage ``cache_lookup``: the build cache (backend/build_cache.py), keyed before the ONNX export by the
+"""Stage ``cache_lookup``: the build cache (builder/build_cache.py), keyed before the ONNX export by the
 partition itself (its embedded program, I/O facts, build options, tool versions, states). A hit fills the
 engine, I/O table and metadata from the entry and marks the job ``from_cache``: to_onnx, validate and build
 are skipped. A miss checks the embedded program with the safe loader's rules (a hit's passed when its entry
@@ -12,12 +12,12 @@ import time
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend import build_cache
-from et_tensorrt.backend.onnx_export import OnnxExport, partition_io
-from et_tensorrt.backend.profiles import decode_dynamic_dims
-from et_tensorrt.backend.quant_legalization import host_program
 from et_tensorrt.backend.stages.job import PartitionJob, _recorders, stats
 from et_tensorrt.backend.stages.to_onnx import export_program, record_devices
+from et_tensorrt.builder import build_cache
+from et_tensorrt.builder.onnx_export import OnnxExport, partition_io
+from et_tensorrt.builder.profiles import decode_dynamic_dims
+from et_tensorrt.builder.quant_legalization import host_program
 from et_tensorrt.embedded_program.writer import check_graph, serialize_program
 from et_tensorrt.errors import EngineBuildError
 

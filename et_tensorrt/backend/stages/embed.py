@@ -2,7 +2,7 @@
 see et_tensorrt.embedded_program), its refusal raised now (after the build), shaped by the weights mode:
 ``refit`` derives the REFIT_MAP (backend/refit_derivation.py), ``engine-only`` drops the program (and with it
 the recipe), and without an engine the program is kept whatever the mode (and no recipe is written). With
-``named_data`` the engine's and the weights' bytes become ExecuTorch named data (backend/named_data.py): the blob
+``named_data`` the engine's and the weights' bytes become ExecuTorch named data (builder/named_data.py): the blob
 names their keys; its WEIGHTS table still describes every weight, so a RECIPE (and a REFIT_MAP) rebuild their
 initializers from the named bytes, stored once."""
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from et_tensorrt import blob as blob_mod
-from et_tensorrt.backend import named_data
+from et_tensorrt.backend.refit_derivation import derive_refit_map
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.builder import named_data
+from et_tensorrt.format import blob as blob_mod
 
 logger = logging.getLogger("et_tensorrt")
 
@@ -20,8 +21,6 @@ logger = logging.getLogger("et_tensorrt")
 def _refit_map(export, weights, aten_ep, label: str, derived=None):
     """The partition's REFIT_MAP: a recipe per ONNX initializer (verified against the blob, see
     serialize._verify_refit); ``derived``: the recipe stage's map of the same export, reused."""
-    from et_tensorrt.backend.refit_derivation import derive_refit_map
-
     plan = derived if derived is not None else derive_refit_map(export, weights, aten_ep)
     if plan.raw_bytes:
         logger.info(

@@ -14,14 +14,14 @@ if TYPE_CHECKING:
     from executorch.exir.backend.compile_spec_schema import CompileSpec
     from torch.export import ExportedProgram
 
-    from et_tensorrt import blob as blob_mod
-    from et_tensorrt.backend import build_cache
-    from et_tensorrt.backend.engine_builder import BuildSettings
-    from et_tensorrt.backend.held_data import FileRegion
-    from et_tensorrt.backend.onnx_export import OnnxExport
     from et_tensorrt.backend.refit_derivation import RefitPlan
     from et_tensorrt.backend.state_lifting import State
+    from et_tensorrt.builder import build_cache
+    from et_tensorrt.builder.engine_builder import BuildSettings
+    from et_tensorrt.builder.held_data import FileRegion
+    from et_tensorrt.builder.onnx_export import OnnxExport
     from et_tensorrt.errors import EngineBuildError
+    from et_tensorrt.format import blob as blob_mod
 
 _engine_counter = itertools.count(1)
 # Per-process counters (tests and tools read them): engines built, cache hits, host fallbacks.
@@ -41,7 +41,8 @@ class PartitionExport:
 @contextlib.contextmanager
 def record_exports():
     """Collects, while active, the ONNX export of every partition preprocessed in this process, by
-    :func:`et_tensorrt.blob.program_digest` (``et-tensorrt check`` runs them with onnxruntime on the user's inputs)."""
+    :func:`et_tensorrt.format.blob.program_digest` (``et-tensorrt check`` runs them with onnxruntime on the user's
+    inputs)."""
     exports: dict[str, PartitionExport] = {}
     _recorders.append(exports)
     try:

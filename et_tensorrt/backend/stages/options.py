@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from et_tensorrt import blob as blob_mod
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend.engine_builder import BuildSettings
 from et_tensorrt.backend.stages.job import PartitionJob, _engine_counter, stats
+from et_tensorrt.builder.engine_builder import BuildSettings
+from et_tensorrt.format import blob as blob_mod
 
 logger = logging.getLogger("et_tensorrt")
 

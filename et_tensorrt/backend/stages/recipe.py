@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+from et_tensorrt import trt
+from et_tensorrt.backend.recipe_derivation import aot_engine, derive_recipe
 from et_tensorrt.backend.stages.job import PartitionJob
 
 logger = logging.getLogger("et_tensorrt")
@@ -16,9 +18,6 @@ logger = logging.getLogger("et_tensorrt")
 def run(job: PartitionJob) -> None:
     if not job.build.device_build or job.fallback is not None or job.program is None:
         return
-    from et_tensorrt import trt
-    from et_tensorrt.backend.recipe_derivation import aot_engine, derive_recipe
-
     plan = derive_recipe(
         job.export,
         job.program[1],

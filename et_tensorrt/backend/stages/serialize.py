@@ -1,18 +1,19 @@
-"""Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/blob.py ``write_blob``) with the I/O table,
+"""Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/format/blob.py ``write_blob``) with the I/O table,
 engine, embedded program, REFIT_MAP, STATE table, RECIPE and metadata; a REFIT_MAP and a RECIPE are verified
 against the written blob, and the export is recorded for the active ``record_exports()``."""
 
 from __future__ import annotations
 
-from et_tensorrt import blob as blob_mod
+from et_tensorrt.backend.refit_derivation import verify_refit_map
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recorders
+from et_tensorrt.embedded_program.loader import weight_views
+from et_tensorrt.format import blob as blob_mod
+from et_tensorrt.format import state_table as table
 
 
 def state_table(states, shared: dict[str, tuple[str, ...]] | None = None) -> bytes:
     """The blob's STATE section for the partition's states (state_lifting.State); ``shared``: buffer name -> the
     program's methods that declare it too (backend/state_sharing.py)."""
-    from et_tensorrt import state_table as table
-
     shared = shared or {}
     entries = []
     for s in states:
@@ -41,9 +42,6 @@ def _verify(job: PartitionJob, blob: blob_mod.Blob) -> None:
     """Every ONNX initializer rebuilt from the written blob (through the C++ reader's parse of WEIGHTS, REFIT_MAP and
     RECIPE, as the runtime and the device build will) equals the bytes the engine was built with; EngineBuildError
     otherwise. The weights are read where they are (loader.weight_views: no copy)."""
-    from et_tensorrt.backend.refit_derivation import verify_refit_map
-    from et_tensorrt.embedded_program.loader import weight_views
-
     names = [w.name for w in blob.weights]
     # named data is the program's own tensors, which ExecuTorch writes as they are
     named = {n.key: job.weights[n.index].tensor for n in blob.named if n.target == blob_mod.NAMED_WEIGHT}

@@ -1,5 +1,5 @@
 """Stage ``to_onnx`` (skipped on a cache hit): the engine program exported to ONNX in memory
-(backend/onnx_export.py), its trailing inputs and outputs named as the states' bindings; the export's facts
+(builder/onnx_export.py), its trailing inputs and outputs named as the states' bindings; the export's facts
 go to the metadata (and to the cache entry build stores)."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import torch
 from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
-from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
-from et_tensorrt.backend.onnx_export import OnnxExport, export_onnx
 from et_tensorrt.backend.stages.job import PartitionJob
+from et_tensorrt.builder.edge_to_aten import user_input_nodes, user_output_nodes
+from et_tensorrt.builder.engine_builder import profile_shapes
+from et_tensorrt.builder.onnx_export import OnnxExport, export_onnx
 
 logger = logging.getLogger("et_tensorrt")
 
@@ -45,8 +46,6 @@ def export_program(job: PartitionJob) -> OnnxExport:
 
 def _profiles_metadata(export) -> list:
     """Per optimization profile: engine input name -> [[min, opt, max], ...] (informational)."""
-    from et_tensorrt.backend.engine_builder import profile_shapes
-
     return [
         {info.name: [[d.min, d.opt, d.max] for d in dims] for info, dims in zip(export.engine_inputs, shapes)}
         for shapes in profile_shapes(export)

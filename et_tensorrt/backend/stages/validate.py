@@ -9,12 +9,12 @@ import logging
 
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.onnx_export import OnnxExport, find_float64
 from et_tensorrt.backend.stages.build import fall_back
 from et_tensorrt.backend.stages.job import PartitionJob
 from et_tensorrt.backend.state_validation import validate_steps
 from et_tensorrt.backend.validation import ValidationInconclusive
 from et_tensorrt.backend.validation import validate as validate_onnx
+from et_tensorrt.builder.onnx_export import OnnxExport, find_float64
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")

@@ -19,6 +19,7 @@ import tempfile
 import weakref
 
 _CHUNK = 8 * 1024 * 1024
+HELD_PREFIX = ".held-"  # private hard links to entries (held_data.private_link): removed by their owner when it goes
 
 
 class HeldData:
@@ -151,8 +152,6 @@ def _remove(path: str) -> None:
 def private_link(path: str | os.PathLike, folder) -> str:
     """A private name for the file at ``path`` (which someone else may replace or remove: a build-cache entry) in
     ``folder``: a hard link (no copy), or where the file system has none, a copy. The caller owns it."""
-    from et_tensorrt.backend.build_cache import HELD_PREFIX
-
     fd, private = tempfile.mkstemp(dir=folder, prefix=HELD_PREFIX, suffix=".engine")
     os.close(fd)
     try:

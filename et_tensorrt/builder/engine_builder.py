@@ -10,9 +10,10 @@ import time
 from dataclasses import dataclass
 
 from et_tensorrt import trt
-from et_tensorrt.backend import onnx_weights
-from et_tensorrt.backend.held_data import FileRegion
-from et_tensorrt.backend.onnx_export import OnnxExport, onnx_node_origin
+from et_tensorrt.builder import onnx_weights
+from et_tensorrt.builder.build_cache import EngineWriter
+from et_tensorrt.builder.held_data import FileRegion
+from et_tensorrt.builder.onnx_export import OnnxExport, onnx_node_origin
 from et_tensorrt.errors import EngineBuildError
 
 logger = logging.getLogger("et_tensorrt")
@@ -219,8 +220,6 @@ def build_engine(export: OnnxExport, settings: BuildSettings, sink=None) -> Buil
     build in its engine cache). The engine goes to ``sink`` (a ``build_cache.EngineWriter``: a new cache entry;
     default: a private temp file) and comes back held where it was written (``held_data.FileRegion``, never read
     into memory here)."""
-    from et_tensorrt.backend.build_cache import EngineWriter
-
     sink = sink if sink is not None else EngineWriter(None)
     start = time.perf_counter()
     try:

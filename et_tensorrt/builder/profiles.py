@@ -26,9 +26,9 @@ import sympy
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
-from et_tensorrt.blob import DimRange
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format.blob import DimRange
 from et_tensorrt.sizes import is_size, linear_form
 
 

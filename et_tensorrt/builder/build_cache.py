@@ -37,13 +37,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from et_tensorrt.blob import DimRange, IOEntry, Weight
-
-if TYPE_CHECKING:
-    from et_tensorrt.backend.held_data import FileRegion
+from et_tensorrt import __version__, trt
+from et_tensorrt.builder.held_data import HELD_PREFIX, FileRegion, private_link
 from et_tensorrt.errors import OptionError
+from et_tensorrt.format.blob import DimRange, IOEntry, Weight
 
 logger = logging.getLogger("et_tensorrt")
 
@@ -56,7 +54,6 @@ FORMAT_VERSION = 3
 SUFFIX = ".etrc"
 LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
 _TEMP_PREFIX = ".tmp-"
-HELD_PREFIX = ".held-"  # private hard links to entries (held_data.private_link): removed by their owner when it goes
 _STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 _STALE_HELD_SECONDS = 7 * 24 * 3600  # a held link this old belongs to a process that died (it holds no space
 # of its own while its entry is there)
@@ -134,7 +131,7 @@ def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, o
     """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
     and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
     tool versions of :func:`tool_versions`)."""
-    from et_tensorrt.backend.named_data import tensor_digest
+    from et_tensorrt.builder.named_data import tensor_digest  # local: named_data imports exir (not on the device)
 
     h = _Hasher()
     h.json("format", FORMAT_VERSION)
@@ -165,8 +162,6 @@ def tool_versions(target_archs: Sequence[str]) -> dict:
     from importlib import metadata
 
     import torch
-
-    from et_tensorrt import __version__, trt
 
     def installed(dist: str) -> str | None:
         try:
@@ -288,8 +283,6 @@ class EngineWriter:
 
     def commit(self, hold: bool = True, build_seconds: float | None = None) -> FileRegion | None:
         """Completes the engine (``build_seconds``: recorded in the entry); returns it held (``hold``) or None."""
-        from et_tensorrt.backend.held_data import FileRegion, private_link
-
         sha = self._engine_sha.digest()
         if self._entry is None:
             self._file.close()
@@ -394,8 +387,6 @@ def load(key: str) -> Entry | None:
     """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss. The
     engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole);
     the RECIPE (a few KiB) is read."""
-    from et_tensorrt.backend.held_data import FileRegion, private_link
-
     path = _path(key)
     held = None
     try:
@@ -466,8 +457,6 @@ def load(key: str) -> Entry | None:
 def store(entry: Entry) -> bool:
     """Writes ``entry`` (its engine ``bytes`` or a held region) atomically, then evicts least recently used entries
     beyond the limit. Never raises for a file-system problem: returns whether it was stored."""
-    from et_tensorrt.backend.held_data import FileRegion
-
     engine = entry.engine
     try:
         writer = EngineWriter(entry)

@@ -29,8 +29,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, TensorArgument
 
-from et_tensorrt.backend.edge_to_aten import regraphed
-from et_tensorrt.backend.op_rewrites import Rewriter, lift_constants
+from et_tensorrt.builder.edge_to_aten import regraphed
+from et_tensorrt.builder.op_rewrites import Rewriter, lift_constants
 from et_tensorrt.errors import EngineBuildError
 from et_tensorrt.quantization import qdq
 
@@ -70,7 +70,7 @@ class Summary:
 
 
 def _ops():
-    from et_tensorrt.backend import quant_ops  # registers et_tensorrt::quantize / dequantize
+    from et_tensorrt.builder import quant_ops  # registers et_tensorrt::quantize / dequantize
 
     return quant_ops
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from et_tensorrt.format.dtypes import scalar_type_code, scalar_type_dtype
+
 UPDATE_IN_PLACE = 0  # the engine's output aliases its input (TensorScatter -> IKVCacheUpdateLayer)
 UPDATE_WRITE_BACK = 1  # the engine returns the new value; the delegate copies it into the state
 INIT_ZEROS = 0
@@ -72,8 +74,6 @@ class StateEntry:
 
 
 def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
-    from .blob import scalar_type_code
-
     out = [_HEAD.pack(len(entries), 0)]
     for e in entries:
         name, inp, outp = (s.encode("utf-8") for s in (e.name, e.input_name, e.output_name))
@@ -115,8 +115,6 @@ def initial_bytes(t: torch.Tensor) -> bytes | None:
 
 def from_parsed(rows: Sequence[dict]) -> list[StateEntry]:
     """The entries from the C++ reader's parse (``blob_to_python``'s ``states``)."""
-    from .blob import scalar_type_dtype
-
     return [
         StateEntry(
             name=r["name"],

@@ -5,10 +5,10 @@ Three parts: a JSON **header** (the engine's inputs with their optimization prof
 aliases, the precision and build options, and which engine the blob carries ahead of time: flavour, version,
 targets), the partition's **ONNX graph** with every initializer's bytes left out, and the **map**: per
 initializer, a recipe that rebuilds its exact bytes from the blob's WEIGHTS, in REFIT_MAP's encoding
-(et_tensorrt.refit_map: one encoding, one derivation, one verification, one ``rebuild``). :func:`encode` writes
-the payload (lowering: backend/recipe_derivation.py); the C++ reader parses and checks it; :func:`initializers`
-rebuilds the tensors and :func:`build_export` the builder's view, for the device build
-(et_tensorrt.runtime.device_build).
+(et_tensorrt.format.refit_map: one encoding, one derivation, one verification, one ``rebuild``). :func:`encode`
+writes the payload (lowering: backend/recipe_derivation.py); the C++ reader parses and checks it;
+:func:`initializers` rebuilds the tensors, for the device build (et_tensorrt.runtime.device_build; the builder's
+view of a recipe and the header of an ONNX export are the builder layer's: builder/recipe_build.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from et_tensorrt import refit_map
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import refit_map
 
 VERSION = 1  # the layout below; the C++ reader parses only this one (kRecipeVersion)
 _HEAD = struct.Struct("<IIIIQQ")  # version, reserved, header_len, reserved, graph_len, map_len
@@ -52,7 +52,7 @@ class Recipe:
     header: dict = field(default_factory=dict)
     graph: bytes | memoryview = b""
     map: bytes | memoryview = b""
-    entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the C++ reader parsed them
+    entries: list = field(default_factory=list)  # et_tensorrt.format.refit_map.Entry, as the C++ reader parsed them
     header_bytes: bytes = b""  # the header as stored (the engine cache keys on it)
     error: str = ""  # why a recipe of this version is unusable anyway (a header that is not a JSON object)
 
@@ -109,84 +109,6 @@ def initializers(recipe: Recipe, weights: list[torch.Tensor]) -> dict[str, torch
     """Every initializer of the recipe's graph, rebuilt from ``weights`` (the WEIGHTS entries in table order):
     contiguous host tensors whose bytes are the ones the ahead-of-time engine was built from."""
     return {e.name: refit_map.rebuild(e, weights, recipe.map) for e in recipe.entries}
-
-
-def _dims(rows) -> tuple:
-    from et_tensorrt.blob import DimRange
-
-    return tuple(DimRange(*(int(v) for v in row)) for row in rows)
-
-
-def build_export(recipe: Recipe, weights: list[torch.Tensor]):
-    """The builder's view of the recipe: an ``OnnxExport`` of the weightless graph whose ``initializers`` are every
-    non-empty initializer rebuilt from ``weights`` (fed to TensorRT's parser from memory, as lowering feeds the
-    export's: backend/onnx_weights.py), and the engine's I/O read from the header. BlobFormatError when the
-    header lacks a field."""
-    from et_tensorrt.backend.onnx_export import OnnxExport, TensorInfo
-    from et_tensorrt.blob import scalar_type_dtype
-
-    h = recipe.header
-    try:
-        inputs = []
-        for e in h["inputs"]:
-            profiles = tuple(_dims(p) for p in e["profiles"])
-            if e["size"]:
-                (value,) = _dims(e["dims"])
-                inputs.append(
-                    TensorInfo(
-                        e["name"], torch.int64, torch.device("cpu"), (), (value,), tuple(p[0] for p in profiles), value
-                    )
-                )
-            else:
-                dims = _dims(e["dims"])
-                inputs.append(
-                    TensorInfo(e["name"], scalar_type_dtype(e["dtype"]), torch.device("cpu"), dims, dims, profiles)
-                )
-        outputs = [
-            TensorInfo(e["name"], scalar_type_dtype(e["dtype"]), torch.device("cpu"), (), ()) for e in h["outputs"]
-        ]
-        held = {name: t for name, t in initializers(recipe, weights).items() if t.numel()}  # empty ones stay inline
-        export = OnnxExport(bytes(recipe.graph), int(h["onnx_opset"]), inputs, outputs, initializers=held)
-        export.aliased = {str(k): str(v) for k, v in h.get("aliased", {}).items()}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BlobFormatError(f"delegate blob: the RECIPE header is malformed ({exc!r}); re-lower the model") from exc
-    return export
-
-
-def header_for(export, precision: str, workspace_bytes: int | None, engine: dict | None) -> dict:
-    """The RECIPE header of an ONNX export (et_tensorrt.backend.onnx_export.OnnxExport): its engine inputs (in the
-    ONNX graph's order) with their dim ranges and per-profile ranges, its outputs, state aliases, the precision and
-    build options, and ``engine``: the ahead-of-time engine (flavour, version, targets, gpu) or None."""
-    from et_tensorrt.backend.engine_builder import profile_shapes
-    from et_tensorrt.blob import scalar_type_code
-
-    shapes = profile_shapes(export)  # per profile, per engine input
-    inputs = []
-    for i, info in enumerate(export.engine_inputs):
-        rows = [[[d.min, d.opt, d.max] for d in profile[i]] for profile in shapes]
-        dims = (
-            [[info.value.min, info.value.opt, info.value.max]]
-            if info.is_size
-            else [[d.min, d.opt, d.max] for d in info.dims]
-        )
-        inputs.append(
-            {
-                "name": info.name,
-                "dtype": scalar_type_code(info.dtype),
-                "size": info.is_size,
-                "dims": dims,
-                "profiles": rows,
-            }
-        )
-    return {
-        "inputs": inputs,
-        "outputs": [{"name": o.name, "dtype": scalar_type_code(o.dtype)} for o in export.outputs],
-        "aliased": dict(export.aliased),
-        "onnx_opset": export.opset,
-        "precision": precision,
-        "workspace_bytes": workspace_bytes,
-        "engine": engine,
-    }
 
 
 def engine_header(flavour, targets, gpu: str | None) -> dict:

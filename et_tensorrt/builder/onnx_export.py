@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING
 import torch
 from torch.export import ExportedProgram
 
-from et_tensorrt.backend import kv_cache_op, onnx_weights, quant_ops
-from et_tensorrt.backend.edge_to_aten import user_input_nodes, user_output_nodes
-from et_tensorrt.backend.profiles import (
+from et_tensorrt.builder import kv_cache_op, onnx_weights, quant_ops
+from et_tensorrt.builder.edge_to_aten import user_input_nodes, user_output_nodes
+from et_tensorrt.builder.profiles import (
     DynamicDim,
     SymbolRanges,
     dims_of,
     size_range,
     symbol_ranges,
 )
-from et_tensorrt.backend.size_inputs import engine_program
-from et_tensorrt.blob import DimRange
+from et_tensorrt.builder.size_inputs import engine_program
 from et_tensorrt.errors import EngineBuildError
+from et_tensorrt.format.blob import DimRange
 from et_tensorrt.sizes import is_size, linear_form, size_expr
 
 if TYPE_CHECKING:

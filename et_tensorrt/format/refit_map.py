@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format.dtypes import scalar_type_dtype
 
 # Step opcodes (u8). Each pops/pushes one tensor on a small stack; a recipe leaves exactly one.
 SOURCE = 1  # push WEIGHTS entry `weight`
@@ -195,8 +196,6 @@ def rebuild(entry: Entry, weights: list[torch.Tensor], refit_map: bytes | memory
     """The entry's tensor (contiguous, host): its recipe run over ``weights`` (the WEIGHTS entries, in table
     order) and the REFIT_MAP payload's RAW bytes. Raises BlobFormatError when the result is not the entry's
     declared dtype and shape."""
-    from et_tensorrt.blob import scalar_type_dtype
-
     dtype = scalar_type_dtype(entry.dtype)
     stack: list[torch.Tensor] = []
     for s in entry.steps:

@@ -14,7 +14,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from et_tensorrt.backend.op_rewrites import Rewriter, lift_constants, rewrite
+from et_tensorrt.builder.op_rewrites import Rewriter, lift_constants, rewrite
 from et_tensorrt.errors import EngineBuildError
 
 # Targets the rewrites below write in themselves (beyond an edge op's own aten op, its view form from

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from et_tensorrt.errors import BlobFormatError, UnsupportedDtypeError
+from et_tensorrt import _C
+from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import recipe as recipe_mod
+from et_tensorrt.format import refit_map as refit_map_mod
+from et_tensorrt.format import state_table
+from et_tensorrt.format.dtypes import scalar_type_code
 
 MAGIC = b"ETRT"
 VERSION = 3  # written; versions 1 (PROGRAM = a torch.export.save archive) and 2 (no DIGESTS) are still read
@@ -70,27 +75,6 @@ _DIM = struct.Struct("<qqq")
 _WEIGHTS_HEAD = struct.Struct("<II")
 _WEIGHT_FIXED = struct.Struct("<BBBBHHQQ")
 assert _HEADER.size == HEADER_SIZE and _SECTION.size == SECTION_ENTRY_SIZE and _WEIGHT_FIXED.size == 24
-
-
-def scalar_type_code(dtype: torch.dtype | str) -> int:
-    """``torch.float32`` (or ``"float32"``) -> ExecuTorch ScalarType code (the C++ translator's table)."""
-    from et_tensorrt import _C
-
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype.replace("torch.", ""), None)
-    if not isinstance(dtype, torch.dtype):
-        raise BlobFormatError(f"{dtype!r} is not a torch dtype")
-    try:
-        return _C.scalar_type_code(dtype)
-    except UnsupportedDtypeError as e:
-        raise BlobFormatError(f"dtype {dtype} has no ExecuTorch ScalarType code in the blob format ({e})") from e
-
-
-def scalar_type_dtype(code: int) -> torch.dtype:
-    """ExecuTorch ScalarType code -> torch dtype (raises UnsupportedDtypeError for a code torch lacks)."""
-    from et_tensorrt import _C
-
-    return _C.scalar_type_dtype(int(code))
 
 
 def device_code(device) -> tuple[int, int]:
@@ -284,10 +268,6 @@ class Blob:
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
         exec_dev = parsed["execution_device"]
-        from et_tensorrt import recipe as recipe_mod
-        from et_tensorrt import refit_map as refit_map_mod
-        from et_tensorrt import state_table
-
         return Blob(
             io=io,
             engine=payload("engine"),
@@ -581,8 +561,6 @@ def replace_sections(data: bytes, changes: dict[int, bytes | None]) -> bytes:
 def read_blob(data, *, copy: bool = True) -> Blob:
     """Parse a blob with the runtime's C++ reader; every structural problem raises BlobFormatError. ``copy=False``:
     the sections are views of ``data`` (bytes), not copies of them."""
-    from et_tensorrt import _C
-
     data = bytes(data)
     return Blob.from_parsed(_C.parse_blob(data), data, copy=copy)
 

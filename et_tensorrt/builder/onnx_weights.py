@@ -32,7 +32,7 @@ from et_tensorrt.errors import EngineBuildError
 if TYPE_CHECKING:
     import onnx
 
-    from et_tensorrt.backend.onnx_export import OnnxExport
+    from et_tensorrt.builder.onnx_export import OnnxExport
 
 # Initializers of at least this many bytes stay out of the protobuf (onnx's own default for external data).
 # 0: all of them. Empty initializers always stay inline (there is nothing to hold).
@@ -202,7 +202,7 @@ def _byte_view(tensor: torch.Tensor) -> memoryview:
 def digest(export: OnnxExport) -> str:
     """SHA-256 of the ONNX model the builder sees: the graph's bytes, then each external initializer's name and
     the SHA-256 of its bytes."""
-    from et_tensorrt.backend.named_data import tensor_digest
+    from et_tensorrt.builder.named_data import tensor_digest  # local: named_data imports exir (not on the device)
 
     h = hashlib.sha256(export.model_bytes)
     for name in sorted(export.initializers):

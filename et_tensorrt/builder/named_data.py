@@ -21,8 +21,8 @@ import weakref
 import torch
 from executorch.exir._serialize._cord import FileBackedData
 
-from et_tensorrt import blob as blob_mod
-from et_tensorrt.backend.held_data import HeldData, TensorData
+from et_tensorrt.builder.held_data import HeldData, TensorData
+from et_tensorrt.format import blob as blob_mod
 
 KEY_PREFIX = "et_tensorrt:"
 EXTERNAL_TAG = "et_tensorrt"  # ExecuTorch's name for the .ptd (et_tensorrt.save names the file after the .pte)

@@ -16,7 +16,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import ExportGraphSignature
 
-from et_tensorrt.backend.edge_to_aten import user_input_nodes
+from et_tensorrt.builder.edge_to_aten import user_input_nodes
 from et_tensorrt.sizes import SizeEmitter, is_size, replace_uses, size_expr, size_sources
 
 
