@@ -22,7 +22,14 @@ def _snippet(heading: str) -> str:
     return match.group(1)
 
 
-@pytest.mark.parametrize("heading", ["## A 30-second tour of the Python API", "### Inside your own ExecuTorch flow"])
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## A 30-second tour of the Python API",
+        "### Inside your own ExecuTorch flow",
+        "### LLMs: `prefill` and `decode` in one program",
+    ],
+)
 def test_readme_snippet_runs_in_a_fresh_process(heading, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     proc = subprocess.run(
