@@ -223,3 +223,34 @@ def byte_level_tokenizer(path, vocab: int = 320) -> int:
     tokenizer.train_from_iterator(text, trainer)
     tokenizer.save(str(path))
     return tokenizer.get_vocab_size()
+
+
+@dataclass
+class Seq2Seq:
+    """An encoder-decoder exported as two methods, as HF transformers' ``Seq2SeqLMExportableModule`` does:
+    ``encoder`` (input ids -> hidden states) and ``decoder`` (one token, the hidden states, its position -> logits;
+    its self-attention cache a static cache of MAX_CONTEXT)."""
+
+    methods: dict[str, torch.export.ExportedProgram]
+    encoder: torch.nn.Module  # the exported programs run eagerly (each its own state): the reference
+    decoder: torch.nn.Module
+
+
+def t5_seq2seq(layers: int = 2) -> Seq2Seq:
+    from transformers import T5Config, T5ForConditionalGeneration
+    from transformers.integrations.executorch import Seq2SeqLMExportableModule
+
+    torch.manual_seed(0)
+    config = T5Config(
+        vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=layers, num_decoder_layers=layers, num_heads=4,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    model = T5ForConditionalGeneration(config).eval()
+    exportable = Seq2SeqLMExportableModule(model, max_hidden_seq_length=16, max_cache_length=MAX_CONTEXT)
+    exportable.export(encoder_input_ids=torch.ones((1, 6), dtype=torch.long))
+    encoder, decoder = exportable.exported_encoder, exportable.exported_decoder
+    return Seq2Seq(
+        {"encoder": encoder, "decoder": decoder},
+        copy.deepcopy(encoder).module(),
+        copy.deepcopy(decoder).module(),
+    )

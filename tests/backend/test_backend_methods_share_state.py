@@ -165,3 +165,29 @@ def _longer_cache():
     model = construct_transformer(args).eval().requires_grad_(False)
     example = (torch.tensor([[1]]), {"input_pos": torch.tensor([0])})
     return torch.export.export(model, example, strict=False)
+
+
+def test_encoder_decoder_decodes_like_eager_its_cache_in_the_delegate():
+    """HF's seq2seq export (T5, random tiny config): an ``encoder`` and a ``decoder`` method in one program, the
+    decoder's self-attention cache owned by its delegate; 12 greedy tokens against the exported programs run eagerly."""
+    import torch
+
+    seq2seq = decoders.t5_seq2seq()
+    pte = et_tensorrt.lower(seq2seq.methods)
+    assert all(len(r.partitions) == 1 for r in et_tensorrt.lower.last_reports.values())
+    runner = Runner(pte)
+    ids = torch.tensor([[5, 9, 3, 7, 2, 4]])
+    hidden = runner.run([ids], method="encoder")[0]
+    assert float((hidden - seq2seq.encoder(ids)).abs().max()) <= TOLERANCE
+    token, errors = 0, []
+    for position in range(12):
+        args = [torch.tensor([[token]]), hidden, torch.tensor([position])]
+        got = runner.run(args, method="decoder")[0]
+        with torch.no_grad():
+            expected = seq2seq.decoder(*args)
+        errors.append(float((got - expected).abs().max()))
+        (plan,) = runner.last_plans
+        assert plan.bytes_copied <= 2 * LOGITS + 256  # the hidden states are shared, the cache stays put
+        assert [s.update for s in plan.states if "key_cache" in s.name] == ["in place"] * 2
+        token = int(expected[0, -1].argmax())
+    assert max(errors) <= TOLERANCE, errors
