@@ -1,0 +1,67 @@
+#include "data_file_check.h"
+
+#include <executorch/extension/data_loader/mmap_data_loader.h>
+#include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+
+#include "program_runner.h"
+
+namespace et_tensorrt {
+namespace {
+
+// ExecuTorch's FlatTensor file: u32 root offset, "FT01" (the flatbuffer's identifier), then at offset 8 the header
+// "FH01", u32 header length, u64 flatbuffer offset, u64 flatbuffer size, u64 segment base offset, u64 segment data
+// size (extension/flat_tensor/serialize/flat_tensor_header.h). All little-endian.
+constexpr size_t kHeadBytes = 48;
+
+uint64_t u64_at(const char* head, size_t offset) {
+  uint64_t value;
+  std::memcpy(&value, head + offset, sizeof(value));
+  return value;
+}
+
+}  // namespace
+
+std::set<std::string> data_file_keys(const std::string& data_path, const std::string& program) {
+  const std::string prefix = "cannot load data file " + data_path + " for " + program + ": ";
+  std::ifstream f(data_path, std::ios::binary | std::ios::ate);
+  if (!f) throw RunnerError(prefix + "it cannot be opened");
+  const uint64_t size = static_cast<uint64_t>(f.tellg());
+  char head[kHeadBytes] = {};
+  f.seekg(0);
+  f.read(head, kHeadBytes);
+  if (size < kHeadBytes || std::memcmp(head + 4, "FT01", 4) != 0 || std::memcmp(head + 8, "FH01", 4) != 0) {
+    throw RunnerError(prefix + "it is not an ExecuTorch data file (.ptd): it has no FlatTensor header (" +
+                      std::to_string(size) + " bytes)");
+  }
+  const uint64_t flatbuffer_end = u64_at(head, 16) + u64_at(head, 24);
+  const uint64_t declared = std::max(flatbuffer_end, u64_at(head, 32) + u64_at(head, 40));
+  if (size < declared) {
+    throw RunnerError(prefix + "it is truncated (its header declares " + std::to_string(declared) +
+                      " bytes, the file has " + std::to_string(size) +
+                      "); copy the .ptd again or save the model again");
+  }
+  auto loader = executorch::extension::MmapDataLoader::from(data_path.c_str());
+  if (!loader.ok()) {
+    throw RunnerError(prefix + "it cannot be mapped (ExecuTorch error " +
+                      std::to_string(static_cast<int>(loader.error())) + ")");
+  }
+  auto map = executorch::extension::FlatTensorDataMap::load(&*loader);
+  if (!map.ok()) {
+    throw RunnerError(prefix + "its key table does not load (ExecuTorch error " +
+                      std::to_string(static_cast<int>(map.error())) +
+                      "): the file is corrupt; copy the .ptd again or save the model again");
+  }
+  std::set<std::string> keys;
+  const auto count = map->get_num_keys();
+  for (uint32_t i = 0; count.ok() && i < *count; ++i) {
+    const auto key = map->get_key(i);
+    if (key.ok()) keys.insert(*key);
+  }
+  return keys;
+}
+
+}  // namespace et_tensorrt
