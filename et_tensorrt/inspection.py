@@ -450,6 +450,12 @@ def format_delegate(d: DelegateInfo) -> list:
             + (f" {where}" if where else "")
             + " (ExecuTorch's NamedDataMap; stored once per program)"
         )
+        lines.append(
+            "  named data integrity: each key's CRC-32 recorded, checked at load"
+            if b.named_digests
+            else "  named data integrity: not checked (no CRC-32 recorded: lowered before et_tensorrt recorded them; "
+            "save the model again)"
+        )
     targets = meta.get("target_archs") or []
     lines.append(
         f"  TensorRT: {meta.get('trt_flavour', '?')} {meta.get('trt_version', '?')}, precision "

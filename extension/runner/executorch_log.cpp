@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "quiet_stderr.h"
+
 namespace et_tensorrt {
 namespace {
 
@@ -23,14 +25,17 @@ void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filena
   if (g_previous != nullptr) g_previous(timestamp, level, filename, function, line, message, length);
 }
 
+// In front of whatever log function ExecuTorch has now: installed on first use, and again when someone registered
+// another since (ExecuTorch's Python bindings install theirs when they load, possibly after a Runner's first use).
 void install() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const executorch::runtime::PalImpl* current = executorch::runtime::get_pal_impl();
-    g_previous = current != nullptr && current->emit_log_message != nullptr ? current->emit_log_message
-                                                                            : &et_pal_emit_log_message;
-    executorch::runtime::register_pal(executorch::runtime::PalImpl::create(&emit, __FILE__));
-  });
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const executorch::runtime::PalImpl* current = executorch::runtime::get_pal_impl();
+  const pal_emit_log_message_method now = current != nullptr ? current->emit_log_message : nullptr;
+  if (now == &emit) return;
+  g_previous = now != nullptr ? now : &et_pal_emit_log_message;
+  // register_pal logs that it replaced a log function: not before a Runner's error either.
+  without_stderr([] { executorch::runtime::register_pal(executorch::runtime::PalImpl::create(&emit, __FILE__)); });
 }
 
 }  // namespace

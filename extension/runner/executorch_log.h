@@ -9,7 +9,8 @@ namespace et_tensorrt {
 constexpr const char* kExecuTorchLogsEnv = "ET_TENSORRT_EXECUTORCH_LOGS";
 
 // While one lives on this thread, ExecuTorch's log lines from this thread are dropped (unless kExecuTorchLogsEnv
-// is 1). The first one installs the filter in ExecuTorch's platform layer, in front of the log function it had.
+// is 1). It installs the filter in ExecuTorch's platform layer, in front of the log function it has, unless it is
+// there already.
 class QuietExecuTorchLog {
  public:
   QuietExecuTorchLog();

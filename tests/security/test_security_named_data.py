@@ -5,6 +5,7 @@ ExecuTorch log line before it. Exact texts: these are the messages users act on.
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import pytest
@@ -71,9 +72,14 @@ def _flipped(saved, tmp_path, key: str, where: float) -> tuple[str, int]:
     return str(path), zlib.crc32(data[start : start + size])
 
 
+# An ExecuTorch log line: "E 00:00:00.01 executorch:method.cpp:128] ..." (its default), "[method.cpp:128] ..." (its
+# Python bindings' format, once they are loaded).
+EXECUTORCH_LOG = re.compile(r"\w+\.cpp:\d+\]")
+
+
 def _no_executorch_log(capfd) -> None:
     err = capfd.readouterr().err
-    assert "executorch:" not in err, err  # ExecuTorch's own "E 00:00:00.01 executorch:method.cpp:..." lines
+    assert not EXECUTORCH_LOG.search(err), err
 
 
 def test_lowering_records_each_named_datums_crc32(saved):
@@ -113,6 +119,8 @@ def test_a_truncated_ptd_is_one_error_naming_it(saved, tmp_path, capfd):
         f"cannot load data file {path} for program {a.path}: it is truncated (its header declares {len(data)} "
         f"bytes, the file has {len(data) - 100}); copy the .ptd again or save the model again"
     )
+    with pytest.raises(RunnerError, match=f"^cannot load data file {path} for program from bytes: it is truncated"):
+        et_tensorrt.Runner(open(a.path, "rb").read(), data_path=path)
     _no_executorch_log(capfd)
 
 
@@ -178,7 +186,7 @@ def test_executorch_log_lines_show_when_asked(saved, capfd, monkeypatch):
     capfd.readouterr()
     with pytest.raises(RunnerError):
         et_tensorrt.Runner(a.path).run([X])
-    assert "executorch:method.cpp" in capfd.readouterr().err
+    assert "method.cpp:128] Init failed for backend EtTensorRTBackend" in capfd.readouterr().err
 
 
 def test_the_right_ptd_runs_and_the_opt_out_skips_the_check(saved, tmp_path, monkeypatch):
@@ -249,3 +257,79 @@ def test_a_blob_written_before_the_digests_still_loads_unchecked(saved, tmp_path
     path, _ = _flipped(saved, tmp_path, blob.named_engine.key, 0.5)
     _, choice = executors.create_executor(unchecked, cuda_devices=0, named_data=named_data(pte, path))
     assert choice["executor"] == "pytorch"
+
+
+def test_the_command_line_prints_one_error_line_and_debug_shows_executorchs_log(saved, tmp_path, capfd):
+    from et_tensorrt import cli
+
+    a, _, _, blob = saved
+    path, actual = _flipped(saved, tmp_path, blob.named_engine.key, 0.5)
+    capfd.readouterr()
+    assert cli.main(["run", a.path, "--data", path]) == cli.EXIT_ERROR
+    assert capfd.readouterr().err == (
+        "error: cannot load method 'forward' (ExecuTorch error 1): EtTensorRTBackend init: "
+        f"named data '{blob.named_engine.key}' (the engine of partition 1/1 of method 'forward') fails its digest "
+        f"(crc32 0x{actual:08x}, recorded 0x{blob.named_engine.crc32:08x}): {path} is corrupt; copy the .ptd again "
+        "or save the model again\n"
+    )
+    with pytest.raises(RunnerError, match="fails its digest"):
+        cli.main(["--debug", "run", a.path, "--data", path])
+    assert "method.cpp:128] Init failed for backend EtTensorRTBackend" in capfd.readouterr().err
+    import os
+
+    assert LOGS not in os.environ  # --debug's switch does not outlive the command
+
+
+def test_inspect_says_whether_named_data_is_checked(saved):
+    from et_tensorrt.inspection import format_delegate, inspect_bytes
+
+    a, _, _, _ = saved
+    with open(a.path, "rb") as f:
+        info = inspect_bytes(f.read())
+    lines = [line for m in info.methods for d in m.delegates for line in format_delegate(d)]
+    assert "  named data integrity: each key's CRC-32 recorded, checked at load" in lines
+
+
+def test_prepare_refuses_a_corrupt_weight_before_building_an_engine_from_it(saved, tmp_path):
+    from et_tensorrt.cli.common import CliError
+    from et_tensorrt.cli.prepare import _with_named_weights
+    from et_tensorrt.inspection import named_data
+
+    a, _, _, blob = saved
+    ref = next(r for r in blob.named if r.target == B.NAMED_WEIGHT)
+    path, actual = _flipped(saved, tmp_path, ref.key, 0.5)
+    with open(a.path, "rb") as f:
+        pte = f.read()
+    (data,) = delegate_blobs(pte)
+    with pytest.raises(CliError) as caught:
+        _with_named_weights(B.read_blob(data, copy=False), named_data(pte, path), a.path, path)
+    assert str(caught.value) == (
+        f"embedded program: weight '{blob.weights[ref.index].name}' is named data '{ref.key}', which fails its "
+        f"digest (crc32 0x{actual:08x}, recorded 0x{ref.crc32:08x}): the .ptd (or the .pte) holding it is corrupt; "
+        f"copy it again or save the model again ({a.path} with {path})"
+    )
+
+
+def test_executorchs_python_bindings_loaded_later_do_not_bring_the_log_lines_back(saved):
+    """ExecuTorch's Python bindings register their own log function when they load; a Runner puts its filter back
+    in front of it."""
+    import subprocess
+    import sys
+
+    a = saved[0]
+    script = f"""
+import et_tensorrt
+for step in ("before", "after"):
+    if step == "after":
+        import executorch.extension.pybindings.portable_lib  # registers its own log function
+    try:
+        et_tensorrt.Runner({a.path!r}).run([__import__("torch").zeros(4, 16)])
+    except et_tensorrt.RunnerError:
+        print(step, "refused")
+"""
+    env = {k: v for k, v in __import__("os").environ.items() if k != LOGS}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert done.stdout.split() == ["before", "refused", "after", "refused"], done.stdout + done.stderr
+    # the bindings' own notice at import that they replaced the log function is theirs; no line of the two loads
+    assert "Init failed" not in done.stderr and "backend_interface.cpp" not in done.stderr, done.stderr
+    assert done.stderr.count("register_pal()") <= 1, done.stderr  # ours is silent
