@@ -132,6 +132,11 @@ def valid_named_blob() -> bytes:
 NAMED_CHECKED = [dataclasses.replace(ref, crc32=0x1000 + i) for i, ref in enumerate(NAMED)]
 
 
+def valid_checked_named_blob() -> bytes:
+    """valid_named_blob with each key's CRC-32 recorded (NAMED_DATA layout 1)."""
+    return B.write_blob(IO, graph=GRAPH, weights=WEIGHTS, named=NAMED_CHECKED, metadata=METADATA, exec_device_type=1)
+
+
 def named_entry_raw(target=1, index=0, nbytes=48, key=b"k", reserved=0, crc32=None, crc_reserved=0) -> bytes:
     """One NAMED_DATA entry; with ``crc32`` in layout 1 (the CRC-32 and a reserved u32 before the key)."""
     fixed = struct.pack("<BBHIQ", target, reserved, len(key), index, nbytes)

@@ -46,7 +46,7 @@ def test_a_blob_with_named_data_keeps_keys_not_bytes():
 def test_named_data_records_a_crc32_beside_each_key():
     """NAMED_DATA layout 1 (what lowering writes): each entry carries the CRC-32 the delegate checks its named bytes
     against; layout 0 (written before) still reads, with nothing recorded."""
-    checked = B.read_blob(B.write_blob(fx.IO, graph=fx.GRAPH, weights=fx.WEIGHTS, named=fx.NAMED_CHECKED))
+    checked = B.read_blob(fx.valid_checked_named_blob())
     assert checked.named == fx.NAMED_CHECKED and checked.named_digests
     unchecked = B.read_blob(fx.valid_named_blob())
     assert [n.crc32 for n in unchecked.named] == [None] * 3 and not unchecked.named_digests
