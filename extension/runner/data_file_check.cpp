@@ -3,6 +3,7 @@
 #include <executorch/extension/data_loader/mmap_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -37,8 +38,13 @@ std::set<std::string> data_file_keys(const std::string& data_path, const std::st
     throw RunnerError(prefix + "it is not an ExecuTorch data file (.ptd): it has no FlatTensor header (" +
                       std::to_string(size) + " bytes)");
   }
-  const uint64_t flatbuffer_end = u64_at(head, 16) + u64_at(head, 24);
-  const uint64_t declared = std::max(flatbuffer_end, u64_at(head, 32) + u64_at(head, 40));
+  const uint64_t flatbuffer_offset = u64_at(head, 16), flatbuffer_size = u64_at(head, 24);
+  const uint64_t segment_base = u64_at(head, 32), segment_size = u64_at(head, 40);
+  if (flatbuffer_size > UINT64_MAX - flatbuffer_offset || segment_size > UINT64_MAX - segment_base) {
+    throw RunnerError(prefix +
+                      "its header is corrupt (its sizes overflow); copy the .ptd again or save the model again");
+  }
+  const uint64_t declared = std::max(flatbuffer_offset + flatbuffer_size, segment_base + segment_size);
   if (size < declared) {
     throw RunnerError(prefix + "it is truncated (its header declares " + std::to_string(declared) +
                       " bytes, the file has " + std::to_string(size) +

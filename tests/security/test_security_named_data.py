@@ -124,6 +124,20 @@ def test_a_truncated_ptd_is_one_error_naming_it(saved, tmp_path, capfd):
     _no_executorch_log(capfd)
 
 
+def test_a_ptd_whose_header_sizes_overflow_is_one_error_naming_it(saved, tmp_path):
+    a = saved[0]
+    data = bytearray(open(a.data_path, "rb").read())
+    data[40:48] = (2**64 - 1).to_bytes(8, "little")  # the segment data size
+    path = tmp_path / "overflow.ptd"
+    path.write_bytes(data)
+    with pytest.raises(RunnerError) as caught:
+        et_tensorrt.Runner(a.path, data_path=path)
+    assert str(caught.value) == (
+        f"cannot load data file {path} for program {a.path}: its header is corrupt (its sizes overflow); copy the "
+        ".ptd again or save the model again"
+    )
+
+
 def test_a_file_that_is_no_ptd_is_one_error_naming_it(saved, capfd):
     a, _, plain, _ = saved
     size = len(open(plain.path, "rb").read())
