@@ -138,6 +138,34 @@ def test_a_ptd_whose_header_sizes_overflow_is_one_error_naming_it(saved, tmp_pat
     )
 
 
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        ("root", "its root lies outside it"),
+        ("key_length", r"entry \d has no readable key"),
+    ],
+)
+def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_path, damage, problem):
+    """ExecuTorch reads a .ptd's flatbuffer unverified (the fuzzer's flips there crashed it): Runner walks it
+    bounds-checked first."""
+    a = saved[0]
+    data = bytearray(open(a.data_path, "rb").read())
+    if damage == "root":
+        data[0:4] = (2**32 - 16).to_bytes(4, "little")
+    else:
+        at = data.index(b"et_tensorrt:") - 4  # the first key's u32 length
+        data[at : at + 4] = (2**32 - 16).to_bytes(4, "little")
+    path = tmp_path / "damaged.ptd"
+    path.write_bytes(data)
+    with pytest.raises(RunnerError) as caught:
+        et_tensorrt.Runner(a.path, data_path=path)
+    assert re.fullmatch(
+        f"cannot load data file {re.escape(str(path))} for program {re.escape(a.path)}: its key table is damaged "
+        rf"\({problem}\): the file is corrupt; copy the .ptd again or save the model again",
+        str(caught.value),
+    ), str(caught.value)
+
+
 def test_a_file_that_is_no_ptd_is_one_error_naming_it(saved, capfd):
     a, _, plain, _ = saved
     size = len(open(plain.path, "rb").read())
