@@ -36,7 +36,7 @@ std::string key_table_problem(const uint8_t* data, size_t size, uint64_t segment
                               std::set<std::string>& keys) {
   const Flatbuffer fb(data, size);
   const auto root = fb.root();
-  if (!root) return "its root lies outside it";
+  if (!root || !fb.whole_table(*root)) return "its root lies outside it";
   const auto version_at = fb.field(*root, kVersion);
   if (version_at && !fb.read<uint32_t>(*version_at)) return "its version lies outside it";
   const auto segments = fb.deref_field(*root, kSegments);
@@ -51,14 +51,16 @@ std::string key_table_problem(const uint8_t* data, size_t size, uint64_t segment
     const auto size_at = segment ? fb.field(*segment, kSegmentSize) : std::nullopt;
     const auto offset = offset_at ? fb.read<uint64_t>(*offset_at) : std::optional<uint64_t>(0);
     const auto bytes = size_at ? fb.read<uint64_t>(*size_at) : std::optional<uint64_t>(0);
-    if (!segment || !offset || !bytes) return "segment " + std::to_string(i) + " is damaged";
+    if (!segment || !fb.whole_table(*segment) || !offset || !bytes)
+      return "segment " + std::to_string(i) + " is damaged";
     if (*offset > file_size || *bytes > file_size - *offset || segment_base > file_size - *offset - *bytes) {
       return "segment " + std::to_string(i) + " ends past the file";
     }
   }
   for (uint32_t i = 0; i < *n_named; ++i) {
     const std::string what = "entry " + std::to_string(i);
-    const auto entry = fb.follow(*named + 4 + 4 * static_cast<size_t>(i));
+    auto entry = fb.follow(*named + 4 + 4 * static_cast<size_t>(i));
+    if (entry && !fb.whole_table(*entry)) entry = std::nullopt;
     const auto key_at = entry ? fb.deref_field(*entry, kKey) : std::nullopt;
     const auto key = key_at ? fb.string(*key_at) : std::nullopt;
     if (!key) return what + " has no readable key";
@@ -66,7 +68,8 @@ std::string key_table_problem(const uint8_t* data, size_t size, uint64_t segment
     const auto index = index_at ? fb.read<uint32_t>(*index_at) : std::optional<uint32_t>(0);
     if (!index || *index >= *n_segments) return what + " names no segment";
     if (fb.field(*entry, kTensorLayout)) {
-      const auto layout = fb.deref_field(*entry, kTensorLayout);
+      auto layout = fb.deref_field(*entry, kTensorLayout);
+      if (layout && !fb.whole_table(*layout)) layout = std::nullopt;
       const auto sizes = layout ? fb.deref_field(*layout, kLayoutSizes) : std::nullopt;
       const auto order = layout ? fb.deref_field(*layout, kLayoutDimOrder) : std::nullopt;
       const bool sizes_ok = layout && (!fb.field(*layout, kLayoutSizes) || (sizes && fb.scalars(*sizes, 4)));

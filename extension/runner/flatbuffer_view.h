@@ -28,6 +28,24 @@ class Flatbuffer {
   // The table the root offset points to.
   std::optional<size_t> root() const { return follow(0); }
 
+  // Whether the table at `table` is whole: its vtable and its inline fields lie inside the buffer (field() answers
+  // nullopt both for an absent field and an unreadable vtable; a reader without checks dereferences the latter).
+  bool whole_table(size_t table) const {
+    const auto back = read<int32_t>(table);
+    if (!back) return false;
+    const int64_t vtable = static_cast<int64_t>(table) - *back;
+    if (vtable < 0) return false;
+    const auto vt_size = read<uint16_t>(static_cast<size_t>(vtable));
+    const auto inline_size = read<uint16_t>(static_cast<size_t>(vtable) + 2);
+    if (!vt_size || !inline_size || *vt_size < 4 || *vt_size % 2 != 0) return false;
+    if (static_cast<size_t>(vtable) + *vt_size > size_ || table + *inline_size > size_) return false;
+    for (size_t slot = 4; slot < *vt_size; slot += 2) {
+      const auto offset = read<uint16_t>(static_cast<size_t>(vtable) + slot);
+      if (!offset || (*offset != 0 && *offset >= *inline_size)) return false;  // a field outside its table
+    }
+    return true;
+  }
+
   // Position of field `index` of the table at `table`, or nullopt when absent (or out of bounds).
   std::optional<size_t> field(size_t table, int index) const {
     const auto back = read<int32_t>(table);

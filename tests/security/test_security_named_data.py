@@ -143,6 +143,7 @@ def test_a_ptd_whose_header_sizes_overflow_is_one_error_naming_it(saved, tmp_pat
     [
         ("root", "its root lies outside it"),
         ("key_length", r"entry \d has no readable key"),
+        ("segment_vtable", "segment 0 is damaged"),  # the fuzzer's F10 crash: a table whose vtable lies elsewhere
     ],
 )
 def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_path, damage, problem):
@@ -152,9 +153,11 @@ def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_pa
     data = bytearray(open(a.data_path, "rb").read())
     if damage == "root":
         data[0:4] = (2**32 - 16).to_bytes(4, "little")
-    else:
+    elif damage == "key_length":
         at = data.index(b"et_tensorrt:") - 4  # the first key's u32 length
         data[at : at + 4] = (2**32 - 16).to_bytes(4, "little")
+    else:
+        data[_segment_table(bytes(data), 0) + 3] ^= 0x40  # the high byte of its offset to its vtable
     path = tmp_path / "damaged.ptd"
     path.write_bytes(data)
     with pytest.raises(RunnerError) as caught:
@@ -164,6 +167,15 @@ def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_pa
         rf"\({problem}\): the file is corrupt; copy the .ptd again or save the model again",
         str(caught.value),
     ), str(caught.value)
+
+
+def _segment_table(ptd: bytes, index: int) -> int:
+    """Where DataSegment ``index``'s table starts in a .ptd (flat_tensor.fbs: FlatTensor field 1 is the segments)."""
+    from flatbuffers.table import Table
+
+    root = Table(ptd, int.from_bytes(ptd[0:4], "little"))
+    vector = root.Vector(root.Offset(6))
+    return root.Indirect(vector + 4 * index)
 
 
 def test_a_file_that_is_no_ptd_is_one_error_naming_it(saved, capfd):
