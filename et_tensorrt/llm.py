@@ -117,6 +117,10 @@ class TextGenerator:
         for what, path in files:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"no {what} at {os.fspath(path)!r}")
+        if data_path:  # ExecuTorch reads a .ptd's key table unverified: a damaged one is refused here, by name
+            from et_tensorrt import _C
+
+            _C.check_data_file(os.fspath(data_path), os.fspath(model))
         with open(model, "rb") as f:
             missing = missing_methods(f.read())
         if missing:

@@ -387,3 +387,19 @@ for step in ("before", "after"):
     # the bindings' own notice at import that they replaced the log function is theirs; no line of the two loads
     assert "Init failed" not in done.stderr and "backend_interface.cpp" not in done.stderr, done.stderr
     assert done.stderr.count("register_pal()") <= 1, done.stderr  # ours is silent
+
+
+def test_text_generator_refuses_a_damaged_ptd_before_executorch_reads_it(saved, tmp_path):
+    """TextLLMRunner maps the .ptd itself: TextGenerator checks it first, as Runner does."""
+    from et_tensorrt.llm import TextGenerator
+
+    a = saved[0]
+    data = open(a.data_path, "rb").read()
+    path = tmp_path / "truncated.ptd"
+    path.write_bytes(data[:-100])
+    with pytest.raises(RunnerError) as caught:
+        TextGenerator(a.path, a.path, path)  # any file as the tokenizer: the .ptd is refused first
+    assert str(caught.value) == (
+        f"cannot load data file {path} for program {a.path}: it is truncated (its header declares {len(data)} "
+        f"bytes, the file has {len(data) - 100}); copy the .ptd again or save the model again"
+    )
