@@ -228,14 +228,21 @@ def _ptd_data(path: str | os.PathLike) -> dict[str, memoryview]:
     the mapped file. Only the flatbuffer (the keys and offsets, a few KiB) is decoded."""
     import mmap
 
-    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorHeader, _deserialize_to_flat_tensor
-
     with open(path, "rb") as f:
         try:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError as e:  # an empty file
             raise NotAProgramError(f"{os.fspath(path)} is not a .ptd (ExecuTorch named data): {e}") from e
     view = memoryview(mapped)
+    return {key: view[start : start + size] for key, (start, size) in ptd_layout(view, path).items()}
+
+
+def ptd_layout(data, path: str | os.PathLike = "input") -> dict[str, tuple[int, int]]:
+    """Where each key's bytes lie in a .ptd (``data``: its bytes or a view of them): key -> (offset in the file,
+    size). Raises NotAProgramError for a file that is not one (or ends before its data)."""
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorHeader, _deserialize_to_flat_tensor
+
+    view = memoryview(data)
     try:
         header = FlatTensorHeader.from_bytes(bytes(view[8 : 8 + FlatTensorHeader.EXPECTED_LENGTH]))
         if not header.is_valid():
@@ -247,7 +254,7 @@ def _ptd_data(path: str | os.PathLike) -> dict[str, memoryview]:
             start = header.segment_base_offset + segment.offset
             if start + segment.size > len(view):
                 raise ValueError(f"named data {entry.key!r} ends past the file")
-            out[entry.key] = view[start : start + segment.size]
+            out[entry.key] = (start, segment.size)
     except Exception as e:  # noqa: BLE001 - a corrupt file raises anything from ValueError to flatc's errors
         raise NotAProgramError(
             f"{os.fspath(path)} could not be read as a .ptd (ExecuTorch named data): {type(e).__name__}: {e}"
@@ -442,6 +449,12 @@ def format_delegate(d: DelegateInfo) -> list:
             f"  named data: {len(b.named)} key(s), {_kib(sum(n.nbytes for n in b.named))}"
             + (f" {where}" if where else "")
             + " (ExecuTorch's NamedDataMap; stored once per program)"
+        )
+        lines.append(
+            "  named data integrity: each key's CRC-32 recorded, checked at load"
+            if b.named_digests
+            else "  named data integrity: not checked (no CRC-32 recorded: lowered before et_tensorrt recorded them; "
+            "save the model again)"
         )
     targets = meta.get("target_archs") or []
     lines.append(

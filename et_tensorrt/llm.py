@@ -50,6 +50,10 @@ def _check_files(model, tokenizer, data_path) -> None:
     for what, path in files:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no {what} at {os.fspath(path)!r}")
+    if data_path:  # ExecuTorch reads a .ptd's key table unverified: a damaged one is refused here, by name
+        from et_tensorrt import _C
+
+        _C.check_data_file(os.fspath(data_path), os.fspath(model))
 
 
 def llm_methods(

@@ -6,6 +6,8 @@
 #include <variant>
 
 #include "../extension/aten_util/errors.h"
+#include "../extension/runner/data_file_check.h"
+#include "../extension/runner/executorch_log.h"
 #include "../extension/runner/program_runner.h"
 #include "../extension/runtime/blob_reader.h"
 #include "../extension/runtime/blob_to_python.h"
@@ -327,6 +329,16 @@ void bind_runtime(py::module_& m) {
       "(device the delegate would use, note) for one argument; raises PlacementError for a host pointer "
       "labelled cuda.");
   m.def("last_delegate_error", &last_delegate_error, "This thread's last delegate error message.");
+  m.def(
+      "check_data_file",
+      [](const std::string& data_path, const std::string& program) { data_file_keys(data_path, "program " + program); },
+      py::arg("data_path"), py::arg("program"),
+      "Raises RunnerError naming `data_path` when it is no .ptd, is truncated or its key table is damaged (what "
+      "Runner checks before ExecuTorch maps it; for hosts that hand the file to ExecuTorch themselves).");
+  // The switches the runtime reads from the environment (one spelling, here): named data used unchecked; ExecuTorch's
+  // log lines shown while a Runner loads and runs.
+  m.attr("TRUST_NAMED_DATA_ENV") = kTrustNamedDataEnv;
+  m.attr("EXECUTORCH_LOGS_ENV") = kExecuTorchLogsEnv;
   m.def("register_backend", &register_tensorrt_backend,
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");
 

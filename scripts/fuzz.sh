@@ -3,12 +3,13 @@
 #   blob      the C++ blob reader (scripts/fuzz_blob.py, atheris)
 #   describe  describe() over random strided views (scripts/fuzz_describe.py, atheris)
 #   pte       whole mutated .pte files through Runner, in child processes (scripts/fuzz_pte.py)
+#   ptd       mutated .ptd files (named data) beside their .pte through Runner (scripts/fuzz_pte.py --ptd)
 #   program   hostile embedded programs through the safe loader, in child processes (scripts/fuzz_program.py)
 # Crashing inputs are saved in $ARTIFACTS (crash-*; reproduce a blob one with `python scripts/fuzz_blob.py
 # <file>`, a .pte with `python -c "import et_tensorrt; et_tensorrt.Runner('<file>')"`). Exit status 0 when
 # nothing was found. Figures (one JSON line per pte/program seed) are appended to $ARTIFACTS/figures.jsonl.
 #
-#   scripts/fuzz.sh                   # 60,000 blob + 60,000 views + 3 x 2,000 .pte + 2 x 10,000 programs
+#   scripts/fuzz.sh                   # 60,000 blob + 60,000 views + 3 x 2,000 .pte + 3 x 2,000 .ptd + 2 x 10,000 programs
 #   BLOB_RUNS=1000000 PTE_SEEDS="0 1 2 3" PTE_INPUTS=5000 scripts/fuzz.sh
 #
 # Against the sanitized build: run scripts/sanitize.sh once, then
@@ -19,6 +20,8 @@ BLOB_RUNS="${BLOB_RUNS:-60000}"
 DESCRIBE_RUNS="${DESCRIBE_RUNS:-60000}"
 PTE_SEEDS="${PTE_SEEDS:-0 1 2}"
 PTE_INPUTS="${PTE_INPUTS:-2000}"
+PTD_SEEDS="${PTD_SEEDS:-0 1 2}"
+PTD_INPUTS="${PTD_INPUTS:-2000}"
 PROGRAM_SEEDS="${PROGRAM_SEEDS:-0 1}"
 PROGRAM_INPUTS="${PROGRAM_INPUTS:-10000}"
 ARTIFACTS="${ARTIFACTS:-$(mktemp -d /tmp/et_tensorrt_fuzz.XXXXXX)}"
@@ -57,7 +60,7 @@ run_children() {  # name script seed inputs extra-args...
       --figures "$ARTIFACTS/figures.jsonl" "$@" >"$log" 2>&1
   local rc=$?
   echo "== $name seed $seed (exit $rc): $(grep -E '^\{' "$log" | tail -1)"
-  grep -E '^(CRASH|HANG|CODE RAN|[0-9]+x VIOLATION)' "$log" | sed 's/^/   /'
+  grep -E '^(CRASH|HANG|CODE RAN|SILENT RUNS|[0-9]+x VIOLATION)' "$log" | sed 's/^/   /'
   [[ $rc -ne 0 ]] && FAILED=1
   TOTAL=$((TOTAL + inputs))
 }
@@ -67,6 +70,7 @@ FAILED=0
 run_atheris blob fuzz_blob.py "$BLOB_RUNS" -max_len=4096 "$ARTIFACTS/blob_corpus"
 run_atheris describe fuzz_describe.py "$DESCRIBE_RUNS" -len_control=0 -max_len=256
 for seed in $PTE_SEEDS; do run_children pte fuzz_pte.py "$seed" "$PTE_INPUTS"; done
+for seed in $PTD_SEEDS; do run_children ptd fuzz_pte.py "$seed" "$PTD_INPUTS" --ptd; done
 for seed in $PROGRAM_SEEDS; do run_children program fuzz_program.py "$seed" "$PROGRAM_INPUTS"; done
-echo "== total inputs: $TOTAL; crashes/hangs/code runs/violations: $([[ $FAILED -eq 0 ]] && echo none || echo SEE ABOVE); logs in $ARTIFACTS"
+echo "== total inputs: $TOTAL; crashes/hangs/code runs/silent runs/violations: $([[ $FAILED -eq 0 ]] && echo none || echo SEE ABOVE); logs in $ARTIFACTS"
 exit $FAILED

@@ -112,6 +112,8 @@ def seeds() -> list[bytes]:
         F.valid_v2_blob(),
         F.valid_stateful_blob(),
         F.valid_recipe_blob(),
+        F.valid_named_blob(),
+        F.valid_checked_named_blob(),
     ]
     out += [data for data, _ in F.damaged_blobs().values()]
     return out

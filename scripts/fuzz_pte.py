@@ -14,6 +14,9 @@ counts it and carries on from the next input in a new child. Code from the file 
 with an audit hook in the child and a canary directory that must stay empty. The outcome of every input
 is counted by kind; the last line printed is the figures for the seed (docs/reliability.md,
 docs/security.md). ``--no-verify`` loads with ``Runner(verify=False)`` to measure what the opt-out costs.
+``--ptd``: the mutated-``.ptd`` mode (scripts/fuzz_ptd.py): the seeds saved with ``named_data="ptd"``, their
+``.ptd`` mutated (flips, flips in the engine and weight bytes, truncations, swapped segments, another seed's); an
+input that runs although a byte the program reads changed is a finding and fails the run.
 """
 
 from __future__ import annotations
@@ -170,10 +173,26 @@ def run_one(data: bytes, inputs, verify: bool = True) -> str:
 
 def child(args) -> None:
     import logging
+    import os
 
     from fuzz_children import child_loop
 
     logging.disable(logging.CRITICAL)  # the delegate logs one warning per PyTorch fallback
+    if args.ptd:
+        from fuzz_ptd import PtdCorpus, build_ptd_seeds, run_one_ptd
+
+        ptd_corpus = PtdCorpus(build_ptd_seeds(Path(args.artifacts) / "seeds-ptd", args.models))
+        work = Path(args.artifacts) / f"input-{args.seed}-{os.getpid()}.ptd"
+
+        def one_ptd(index: int) -> list[str]:
+            name, kind, data = ptd_corpus.mutate(args.seed, index)
+            return [run_one_ptd(ptd_corpus, name, data, seed_inputs(name), work), f"mutation {kind}"]
+
+        try:
+            child_loop(args.start, args.stop, args.progress, args.result, args.canary, one_ptd)
+        finally:
+            work.unlink(missing_ok=True)
+        return
     corpus = Corpus(build_seeds(Path(args.artifacts) / "seeds", args.models))
     inputs = {n: seed_inputs(n) for n in corpus.names}
 
@@ -191,16 +210,22 @@ def parent(args) -> int:
     from fuzz_children import run_batches
 
     artifacts = Path(args.artifacts)
-    corpus = Corpus(build_seeds(artifacts / "seeds", args.models))
+    if args.ptd:
+        from fuzz_ptd import SILENT, PtdCorpus, build_ptd_seeds
+
+        corpus = PtdCorpus(build_ptd_seeds(artifacts / "seeds-ptd", args.models))
+        suffix = "ptd"
+    else:
+        corpus, suffix = Corpus(build_seeds(artifacts / "seeds", args.models)), "pte"
 
     def save_input(index: int, where: Path) -> str:
         name, kind, data = corpus.mutate(args.seed, index)
-        path = where / f"crash-pte-{args.seed}-{index}.pte"
+        path = where / f"crash-{suffix}-{args.seed}-{index}.{suffix}"
         path.write_bytes(data)
         return f"{name}, {kind}: {path}"
 
-    extra = ["--models", args.models] + (["--no-verify"] if args.no_verify else [])
-    rc, _ = run_batches(
+    extra = ["--models", args.models] + (["--no-verify"] if args.no_verify else []) + (["--ptd"] if args.ptd else [])
+    rc, figures = run_batches(
         script=__file__,
         seed=args.seed,
         inputs=args.inputs,
@@ -210,9 +235,12 @@ def parent(args) -> int:
         child_args=extra,
         save_input=save_input,
         figures_file=args.figures,
-        name="pte" + ("-no-verify" if args.no_verify else ""),
+        name=suffix + ("-no-verify" if args.no_verify else ""),
     )
-    return rc
+    silent = figures["outcomes"].get(SILENT, 0) if args.ptd else 0
+    if silent:
+        print(f"SILENT RUNS: {silent} input(s) ran although a byte the program reads changed")
+    return 1 if silent else rc
 
 
 def main() -> int:
@@ -228,6 +256,7 @@ def main() -> int:
         artifacts="/tmp/et_tensorrt_fuzz_pte",
     )
     p.add_argument("--no-verify", action="store_true", help="load with Runner(verify=False) (the opt-out)")
+    p.add_argument("--ptd", action="store_true", help="mutate the seeds' .ptd (named_data='ptd'), not the .pte")
     return fuzz_main(p, child, parent)
 
 

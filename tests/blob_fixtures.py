@@ -7,6 +7,7 @@ the ``expect`` fragment. ``write_fixture_files(dir)`` dumps them all as ``<name>
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
@@ -127,14 +128,26 @@ def valid_named_blob() -> bytes:
     return B.write_blob(IO, graph=GRAPH, weights=WEIGHTS, named=NAMED, metadata=METADATA, exec_device_type=1)
 
 
-def named_entry_raw(target=1, index=0, nbytes=48, key=b"k", reserved=0) -> bytes:
-    return struct.pack("<BBHIQ", target, reserved, len(key), index, nbytes) + key
+# The same with the CRC-32 of each one's bytes recorded (NAMED_DATA layout 1, what the embed stage writes).
+NAMED_CHECKED = [dataclasses.replace(ref, crc32=0x1000 + i) for i, ref in enumerate(NAMED)]
 
 
-def with_named(*entries: bytes, count: int | None = None, reserved: int = 0, tail: bytes = b"", engine=True) -> bytes:
+def valid_checked_named_blob() -> bytes:
+    """valid_named_blob with each key's CRC-32 recorded (NAMED_DATA layout 1)."""
+    return B.write_blob(IO, graph=GRAPH, weights=WEIGHTS, named=NAMED_CHECKED, metadata=METADATA, exec_device_type=1)
+
+
+def named_entry_raw(target=1, index=0, nbytes=48, key=b"k", reserved=0, crc32=None, crc_reserved=0) -> bytes:
+    """One NAMED_DATA entry; with ``crc32`` in layout 1 (the CRC-32 and a reserved u32 before the key)."""
+    fixed = struct.pack("<BBHIQ", target, reserved, len(key), index, nbytes)
+    return fixed + (b"" if crc32 is None else struct.pack("<II", crc32, crc_reserved)) + key
+
+
+def with_named(*entries: bytes, count: int | None = None, layout: int = 0, tail: bytes = b"", engine=True) -> bytes:
     """A v3 blob with the fixture program (WEIGHTS entry 0 named when an entry says so: its offset is 0) and a
-    NAMED_DATA table of ``entries``; ``engine``: also an ENGINE section."""
-    table = struct.pack("<II", len(entries) if count is None else count, reserved) + b"".join(entries) + tail
+    NAMED_DATA table of ``entries`` in ``layout`` (1: entries made with ``crc32``); ``engine``: also an ENGINE
+    section."""
+    table = struct.pack("<II", len(entries) if count is None else count, layout) + b"".join(entries) + tail
     named0 = B.weights_pieces(WEIGHTS, frozenset({0}))
     sections = [(B.SECTION_IO_TABLE, B.encode_io_table(IO))]
     sections += [(B.SECTION_ENGINE, ENGINE)] if engine else []
@@ -409,7 +422,11 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
         "digest_mismatch_engine": (flip_byte(good, B.SECTION_ENGINE), "ENGINE section fails its digest"),
         "digest_mismatch_io_table": (flip_byte(good, B.SECTION_IO_TABLE), "IO_TABLE section fails its digest"),
         "named_count_too_big": (with_named(nd(), count=10**6), "more than it holds"),
-        "named_reserved": (with_named(nd(), reserved=1), "NAMED_DATA reserved"),
+        "named_layout_unknown": (with_named(nd(), layout=2), "NAMED_DATA has layout 2, which is not known"),
+        "named_crc_count_too_big": (with_named(nd(crc32=0), layout=1, count=2), "more than it holds"),
+        "named_crc_reserved": (with_named(nd(crc32=0, crc_reserved=1), layout=1), "entry 0 reserved field"),
+        "named_crc_missing": (with_named(nd(key=b"\0" * 16), layout=1), "NAMED_DATA ends early"),
+        "named_crc_in_layout_0": (with_named(nd(crc32=0)), "trailing"),
         "named_entry_reserved": (with_named(nd(reserved=1)), "reserved field"),
         "named_trailing_bytes": (with_named(nd(), tail=b"\0"), "trailing"),
         "named_truncated": (with_named(nd(key=b"0123456789abcdef0123")[:-4]), "NAMED_DATA ends early"),

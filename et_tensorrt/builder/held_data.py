@@ -17,6 +17,7 @@ import mmap
 import os
 import tempfile
 import weakref
+import zlib
 
 _CHUNK = 8 * 1024 * 1024
 HELD_PREFIX = ".held-"  # private hard links to entries (held_data.private_link): removed by their owner when it goes
@@ -29,6 +30,7 @@ class HeldData:
     def __init__(self, nbytes: int, sha256: bytes | None = None):
         self._size = int(nbytes)
         self._sha256 = sha256
+        self._crc32: int | None = None
         self._finalizer = None
 
     def __len__(self) -> int:
@@ -47,6 +49,15 @@ class HeldData:
                 digest.update(chunk)
             self._sha256 = digest.digest()
         return self._sha256
+
+    def crc32(self) -> int:
+        """zlib's CRC-32 of the bytes (what a blob's NAMED_DATA records beside the key), computed once."""
+        if self._crc32 is None:
+            crc = 0
+            for chunk in self.chunks():
+                crc = zlib.crc32(chunk, crc)
+            self._crc32 = crc
+        return self._crc32
 
     def chunks(self):
         raise NotImplementedError

@@ -22,6 +22,7 @@ from .common import (
     CliError,
     NothingDelegated,
     UsageError,
+    executorch_logs,
     quiet_third_party,
 )
 from .generate import cmd_generate
@@ -70,7 +71,7 @@ def _check_environment() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(COMMANDS, __doc__).parse_args(argv)
-    with quiet_third_party(args.debug):
+    with quiet_third_party(args.debug), executorch_logs(args.debug):
         try:
             if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):
                 _check_environment()

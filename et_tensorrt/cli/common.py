@@ -61,6 +61,24 @@ def quiet_third_party(debug: bool):
 
 
 @contextlib.contextmanager
+def executorch_logs(debug: bool):
+    """``--debug``: ExecuTorch's own log lines ("E 00:00:00.01 executorch:method.cpp:...") shown while the command
+    runs, which Runner holds back otherwise (its error says what happened); the environment is restored after."""
+    from ..runtime.runner import EXECUTORCH_LOGS_ENV
+
+    saved = os.environ.get(EXECUTORCH_LOGS_ENV)
+    if debug:
+        os.environ[EXECUTORCH_LOGS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if debug and saved is None:
+            os.environ.pop(EXECUTORCH_LOGS_ENV, None)
+        elif debug:
+            os.environ[EXECUTORCH_LOGS_ENV] = saved
+
+
+@contextlib.contextmanager
 def quiet_native_stderr(debug: bool):
     """Native libraries that write to file descriptor 2 (ExecuTorch's kernels print cpuinfo lines on the first
     run). Their text is dropped (``--debug`` shows it); a failure still arrives as a Python exception."""

@@ -44,6 +44,7 @@ def _with_named_weights(blob, named: dict, pte: str, data_path: str | None):
     """``blob`` with its WEIGHTS as views (no copy), the named ones out of the program's named data; CliError naming
     the missing .ptd when a named weight is in neither the .pte nor the given .ptd."""
     from ..embedded_program.loader import weight_views
+    from ..errors import ProgramRefusedError
     from ..format.blob import NAMED_WEIGHT
 
     missing = [n.key for n in blob.named if n.target == NAMED_WEIGHT and n.key not in named]
@@ -53,7 +54,10 @@ def _with_named_weights(blob, named: dict, pte: str, data_path: str | None):
             f"the program keeps its weights as ExecuTorch named data, which {where} ({len(missing)} key(s), e.g. "
             f"{missing[0]}): give its .ptd with --data (the file `et-tensorrt lower --named-data ptd` wrote)"
         )
-    blob.weight_views = weight_views(blob, named)
+    try:  # each named weight checked against its CRC-32 before an engine is built from it
+        blob.weight_views = weight_views(blob, named)
+    except ProgramRefusedError as e:
+        raise CliError(f"{e} ({pte}" + (f" with {data_path})" if data_path else ")")) from e
     return blob
 
 

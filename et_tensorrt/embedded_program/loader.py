@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import warnings
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -85,6 +86,7 @@ def weight_tensors(blob: Blob, named: Mapping[str, bytes] | None = None) -> list
         data = (named or {}).get(ref.key)
         if data is None or len(data) != entry.nbytes:
             _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
+        _check_named(entry, ref, data)
         raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
         out.append(raw.view(entry.dtype).as_strided(entry.sizes, entry.strides))
     return out
@@ -109,11 +111,27 @@ def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
             continue
         if source is None or (ref is not None and memoryview(source).nbytes != entry.nbytes):
             _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
+        if ref is not None:
+            _check_named(entry, ref, source)
         raw = np.frombuffer(source, dtype=np.uint8, count=entry.nbytes, offset=0 if ref is not None else entry.offset)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # read-only memory: these views are never written
             out.append(torch.from_numpy(raw).view(entry.dtype).as_strided(entry.sizes, entry.strides))
     return out
+
+
+def _check_named(entry: WeightEntry, ref, data) -> None:
+    """A named weight's bytes read outside the delegate (``check``'s reference, ``prepare``'s build) against the
+    CRC-32 its NAMED_DATA entry records, as the delegate checks them at init (docs/blob-format.md)."""
+    if ref.crc32 is None:
+        return  # NAMED_DATA layout 0: nothing recorded
+    actual = zlib.crc32(data)
+    if actual != ref.crc32:
+        _refuse(
+            f"weight {entry.name!r} is named data {ref.key!r}, which fails its digest (crc32 0x{actual:08x}, "
+            f"recorded 0x{ref.crc32:08x}): the .ptd (or the .pte) holding it is corrupt; copy it again or save the "
+            "model again"
+        )
 
 
 def _check_values(name: str, t: torch.Tensor) -> None:

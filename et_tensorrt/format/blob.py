@@ -52,6 +52,10 @@ FLAG_STATE = 1
 FLAG_NAMED_DATA = 2
 NAMED_ENGINE = 0  # NAMED_DATA targets: the engine, a WEIGHTS entry
 NAMED_WEIGHT = 1
+# NAMED_DATA layouts (the u32 after its entry count): 0, entries without a digest (written before digests were
+# recorded; still read, the named bytes unchecked); 1, each entry records the CRC-32 of its named bytes.
+NAMED_LAYOUT_UNCHECKED = 0
+NAMED_LAYOUT_CRC32 = 1
 
 ROLE_INPUT = 0
 ROLE_OUTPUT = 1
@@ -136,12 +140,14 @@ class Weight:
 @dataclass(frozen=True)
 class NamedRef:
     """A NAMED_DATA entry: the data of ``target`` (NAMED_ENGINE, or NAMED_WEIGHT entry ``index``) is ExecuTorch
-    named data ``key`` of ``nbytes`` bytes (the program's NamedDataMap, inside the .pte or in a .ptd)."""
+    named data ``key`` of ``nbytes`` bytes (the program's NamedDataMap, inside the .pte or in a .ptd) whose CRC-32
+    is ``crc32`` (None: not recorded, a blob written before digests were)."""
 
     target: int
     index: int
     key: str
     nbytes: int
+    crc32: int | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,12 @@ class Blob:
         if not self.weights[index].named:
             return None
         return next(n for n in self.named if n.target == NAMED_WEIGHT and n.index == index)
+
+    @property
+    def named_digests(self) -> bool:
+        """Whether every NAMED_DATA entry records the CRC-32 its named bytes are checked against at init (layout 1);
+        False for a blob without named data or written before digests were recorded."""
+        return bool(self.named) and all(n.crc32 is not None for n in self.named)
 
     @property
     def has_engine(self) -> bool:
@@ -278,7 +290,10 @@ class Blob:
             refit_map=payload("refit_map"),
             refit_entries=refit_map_mod.from_parsed(parsed.get("refit_entries") or []),
             states=state_table.from_parsed(parsed.get("states") or []),
-            named=[NamedRef(n["target"], n["index"], n["key"], n["nbytes"]) for n in parsed.get("named_data") or []],
+            named=[
+                NamedRef(n["target"], n["index"], n["key"], n["nbytes"], n["crc32"])
+                for n in parsed.get("named_data") or []
+            ],
             recipe=recipe_mod.Recipe.from_parsed(parsed.get("recipe"), copy=copy),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
@@ -410,14 +425,22 @@ def encode_weights(weights: Sequence[Weight]) -> bytes:
 
 
 def encode_named_data(refs: Sequence[NamedRef]) -> bytes:
-    """The NAMED_DATA payload: u32 count, u32 0, then per entry u8 target, u8 0, u16 key length, u32 index, u64
-    nbytes, the key (UTF-8)."""
-    parts = [struct.pack("<II", len(refs), 0)]
+    """The NAMED_DATA payload: u32 count, u32 layout, then per entry u8 target, u8 0, u16 key length, u32 index, u64
+    nbytes, (layout 1) u32 CRC-32 of the named bytes and u32 0, the key (UTF-8). Layout 1 when every entry has its
+    CRC-32, 0 when none has (a blob read back from before digests were recorded, rewritten by ``prepare``)."""
+    recorded = {r.crc32 is not None for r in refs}
+    if len(recorded) > 1:
+        raise BlobFormatError("NAMED_DATA entries with and without a CRC-32: record one for every entry")
+    layout = NAMED_LAYOUT_UNCHECKED if recorded == {False} else NAMED_LAYOUT_CRC32
+    parts = [struct.pack("<II", len(refs), layout)]
     for r in refs:
         key = r.key.encode("utf-8")
         if not key or len(key) > 0xFFFF:
             raise BlobFormatError(f"named data key of {len(key)} bytes (1 to 65535)")
-        parts.append(struct.pack("<BBHIQ", r.target, 0, len(key), r.index, r.nbytes) + key)
+        parts.append(struct.pack("<BBHIQ", r.target, 0, len(key), r.index, r.nbytes))
+        if layout == NAMED_LAYOUT_CRC32:
+            parts.append(struct.pack("<II", r.crc32, 0))
+        parts.append(key)
     return b"".join(parts)
 
 

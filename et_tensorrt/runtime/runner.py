@@ -22,6 +22,12 @@ from .. import _C
 from ..errors import RunnerError
 from .device_build import policy
 
+# Set to exactly 1 (the C++ runtime reads them): named data used without checking it against the CRC-32s its blobs
+# record (files you trust: docs/security.md); ExecuTorch's own log lines shown while a Runner loads and runs (held
+# back otherwise: its RunnerError says what happened; `et-tensorrt --debug` sets it).
+TRUST_NAMED_DATA_ENV = _C.TRUST_NAMED_DATA_ENV
+EXECUTORCH_LOGS_ENV = _C.EXECUTORCH_LOGS_ENV
+
 # ExecuTorch's CPU kernels (for the ops our delegate does not take). Its static initializers register them into
 # libexecutorch.so; ExecuTorch's own Python binding links the same library (same soname), so whichever loads it
 # first, the kernels are registered once.
@@ -87,7 +93,9 @@ class Runner:
     with one log line naming the time), ``"cache"`` / False (a prepared engine only: ``et-tensorrt prepare``),
     ``"off"`` (the blobs' own engines only); None (default): ``ET_TENSORRT_PREPARE``, unset meaning auto.
     ``data_path``: the .ptd holding the program's named data kept outside the .pte (a lowering with
-    ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it."""
+    ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it. Each engine and weight read from
+    it is checked against the CRC-32 its blob records when its method loads (TRUST_NAMED_DATA_ENV skips that), and a
+    .ptd that is truncated, not one, or another program's is a RunnerError naming it."""
 
     def __init__(
         self,

@@ -1,31 +1,16 @@
 #include "kernel_threadpool.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <mutex>
+
+#include "quiet_stderr.h"
 
 namespace et_tensorrt {
 namespace {
 
 // executorch::extension::threadpool::get_threadpool(): its header is not installed with the wheel.
 constexpr const char* kGetThreadpool = "_ZN10executorch9extension10threadpool14get_threadpoolEv";
-
-// Runs `call` with file descriptor 2 pointed at /dev/null, then restores it.
-template <typename Call>
-void without_stderr(Call call) {
-  std::fflush(stderr);
-  const int saved = dup(2);
-  const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const bool redirected = saved >= 0 && devnull >= 0 && dup2(devnull, 2) >= 0;
-  call();
-  std::fflush(stderr);
-  if (redirected) dup2(saved, 2);
-  if (saved >= 0) close(saved);
-  if (devnull >= 0) close(devnull);
-}
 
 }  // namespace
 

@@ -16,7 +16,9 @@
 #include "../aten_util/torch_view.h"
 #include "../runtime/delegate_handle.h"
 #include "../runtime/plan_recorder.h"
+#include "data_file_check.h"
 #include "delegate_fields_check.h"
+#include "executorch_log.h"
 #include "kernel_threadpool.h"
 
 namespace et_tensorrt {
@@ -198,14 +200,22 @@ std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const e
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify,
                                                         const std::string& data_path) {
+  const QuietExecuTorchLog quiet;  // a failure is the RunnerError below, not ExecuTorch's log lines first
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
+  r->files_.program = path;
+  if (!data_path.empty()) {
+    r->files_.data = data_path;
+    r->files_.data_keys = data_file_keys(data_path, "program " + path);
+  }
   // Mapped, not read: delegate segments stay pages of the file (the delegate keeps ExecuTorch's buffer and its
   // weights view it in place), so loading a .pte costs about its size in memory once, and only what is touched.
   // A .ptd is mapped the same way (Module maps its data files in Mmap mode).
   r->module_ = data_path.empty() ? std::make_unique<Module>(path, Module::LoadMode::Mmap)
                                  : std::make_unique<Module>(path, data_path, Module::LoadMode::Mmap);
   if (const Error err = r->module_->load(verification(verify)); err != Error::Ok) {
-    fail("cannot load program " + path + (err == Error::InvalidProgram && verify ? kVerifyHint : ""), err);
+    fail("cannot load program " + path + (data_path.empty() ? "" : " with data file " + data_path) +
+             (err == Error::InvalidProgram && verify ? kVerifyHint : ""),
+         err);
   }
   if (verify) {
     const std::string flatbuffer = read_program_flatbuffer(path);
@@ -215,10 +225,13 @@ std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path,
 }
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify, const std::string& data_path) {
+  const QuietExecuTorchLog quiet;
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
   r->bytes_ = std::move(bytes);
   std::unique_ptr<executorch::runtime::DataLoader> data_map;
   if (!data_path.empty()) {
+    r->files_.data = data_path;
+    r->files_.data_keys = data_file_keys(data_path, "program from bytes");
     auto loader = executorch::extension::MmapDataLoader::from(data_path.c_str());
     if (!loader.ok()) fail("cannot map the data file " + data_path, loader.error());
     data_map = std::make_unique<executorch::extension::MmapDataLoader>(std::move(*loader));
@@ -244,6 +257,7 @@ std::vector<std::string> ProgramRunner::method_names() {
 
 void ProgramRunner::ensure_loaded(const std::string& method) {
   if (module_->is_method_loaded(method)) return;
+  const QuietExecuTorchLog quiet;
   set_last_delegate_error("");
   // ExecuTorch's verifier accepts a plan whose input or output indices point outside its values, and
   // Method::set_input / get_output then abort the process on them (fuzz finding F9): refuse such a method.
@@ -263,9 +277,30 @@ void ProgramRunner::ensure_loaded(const std::string& method) {
       }
     }
   }
-  if (const Error err = module_->load_method(method); err != Error::Ok) {
-    fail("cannot load method '" + method + "'", err);
+  files_.delegates = files_.named_delegates = 0;
+  Error err;
+  {
+    const DataFilesScope scope(files_);  // the delegates' named-data errors name the files
+    err = module_->load_method(method);
   }
+  if (err != Error::Ok) fail("cannot load method '" + method + "'", err);
+  check_data_used(method);
+}
+
+// A .ptd of et_tensorrt's given with a program whose delegates read no named data (saved without
+// named_data="ptd"): the .ptd is another program's, and the caller should know rather than run without it.
+void ProgramRunner::check_data_used(const std::string& method) {
+  if (files_.data.empty() || files_.delegates == 0 || files_.named_delegates != 0) return;
+  size_t ours = 0;
+  for (const std::string& key : files_.data_keys) ours += key.rfind(kNamedDataKeyPrefix, 0) == 0 ? 1 : 0;
+  if (ours == 0) return;  // another backend's data: not ours to judge
+  module_->unload_method(method);
+  throw RunnerError("cannot load method '" + method + "' of " +
+                    (files_.program.empty() ? std::string("the program") : files_.program) + " with data file " +
+                    files_.data + ": the .ptd holds " + std::to_string(ours) +
+                    " et_tensorrt engine(s) and weight(s), but this program's delegates keep theirs inside the .pte "
+                    "(it was saved without named_data=\"ptd\"), so the .ptd is another program's; load the program "
+                    "without it, or the .pte saved with it");
 }
 
 executorch::runtime::Method& ProgramRunner::loaded_method(const std::string& method) {
@@ -342,6 +377,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
   }
   set_last_delegate_error("");
   create_kernel_threadpool_quietly();
+  const QuietExecuTorchLog quiet;
   Error status = Error::Ok;
   std::vector<std::shared_ptr<const PlacementPlan>> delegate_plans;
   {

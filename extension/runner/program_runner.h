@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../runtime/named_data.h"
 #include "method_plan.h"
 
 namespace et_tensorrt {
@@ -52,9 +53,11 @@ class ProgramRunner {
  private:
   ProgramRunner() = default;
   void ensure_loaded(const std::string& method);
+  void check_data_used(const std::string& method);
   executorch::runtime::Method& loaded_method(const std::string& method);
 
   std::string bytes_;  // program bytes when built from memory; must outlive module_
+  DataFiles files_;    // the .pte and .ptd, for named-data errors that name them
   std::unique_ptr<executorch::extension::Module> module_;
   std::shared_ptr<const MethodPlan> last_plan_;
 };

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "delegate_handle.h"
+#include "named_data.h"
 
 namespace et_tensorrt {
 namespace {
@@ -36,10 +37,11 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   bool is_available() const override { return true; }
 
   Result<EtDelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
-                                 ArrayRef<CompileSpec>) const override {
+                                 ArrayRef<CompileSpec> specs) const override {
     try {
       // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
       // Its engine and weights may be the program's named data (the .pte's, or a .ptd's): read from there.
+      const InitSite site(context.get_method_name(), specs);  // named in its errors
       // States shared by the program's methods are keyed by the loaded program (program_scope.h).
       return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map(),
                                              context.get_method_name());

@@ -1,12 +1,11 @@
 #include "blob_reader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string_view>
+
+#include "checksum.h"
 
 namespace et_tensorrt {
 namespace {
@@ -292,12 +291,20 @@ std::vector<WeightEntry> read_weights(const ByteSpan& section, size_t section_of
   return entries;
 }
 
-// NAMED_DATA: u32 count, u32 reserved, entries (u8 target, u8 reserved, u16 key_len, u32 index, u64 nbytes, key).
+// NAMED_DATA: u32 count, u32 layout, entries (u8 target, u8 reserved, u16 key_len, u32 index, u64 nbytes, in layout 1
+// u32 crc32 and u32 reserved, key). Layout 0 (written before the CRC-32s were recorded) is still read, unchecked.
 constexpr size_t kNamedEntryFixedSize = 16;
+constexpr uint32_t kNamedLayoutCrc32 = 1;
 
 std::vector<NamedDataEntry> read_named_data(const ByteSpan& section) {
   Reader r(section.data, section.size, "NAMED_DATA");
-  const uint32_t count = r.read_table_head(kNamedEntryFixedSize);
+  const uint32_t count = r.read<uint32_t>();
+  const uint32_t layout = r.read<uint32_t>();
+  if (layout > kNamedLayoutCrc32) fail("NAMED_DATA has layout " + std::to_string(layout) + ", which is not known");
+  const size_t entry_size = kNamedEntryFixedSize + (layout == kNamedLayoutCrc32 ? 8 : 0);
+  if (count > r.remaining() / entry_size) {
+    fail("NAMED_DATA declares " + std::to_string(count) + " entries, more than it holds (truncated)");
+  }
   std::vector<NamedDataEntry> entries;
   std::set<std::pair<uint8_t, uint32_t>> targets;
   for (uint32_t i = 0; i < count; ++i) {
@@ -311,6 +318,11 @@ std::vector<NamedDataEntry> read_named_data(const ByteSpan& section) {
     const uint16_t key_len = r.read<uint16_t>();
     e.index = r.read<uint32_t>();
     e.nbytes = r.read<uint64_t>();
+    if (layout == kNamedLayoutCrc32) {
+      e.has_crc32 = true;
+      e.crc32 = r.read<uint32_t>();
+      if (r.read<uint32_t>() != 0) fail(what + " reserved field is not zero");
+    }
     e.key = r.read_string(key_len);
     if (e.key.empty() || !valid_utf8(e.key)) fail(what + " has an empty or non-UTF-8 key");
     if (e.target == NamedTarget::Engine && e.index != 0) fail(what + " (the engine) has an index");
@@ -601,12 +613,6 @@ std::string section_name(uint32_t kind) {
   return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
 }
 
-std::string hex32(uint32_t value) {
-  char text[11];
-  std::snprintf(text, sizeof(text), "0x%08x", value);
-  return text;
-}
-
 // DIGESTS: u32 count, u32 reserved, count x (u32 kind, u32 crc32 of that section's payload). Exactly one
 // entry per other section in the table, unknown kinds included.
 void check_digests(const ByteSpan& section, const std::vector<std::pair<uint32_t, ByteSpan>>& sections) {
@@ -624,7 +630,7 @@ void check_digests(const ByteSpan& section, const std::vector<std::pair<uint32_t
     const auto it = std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return s.first == kind; });
     if (it == sections.end()) fail("DIGESTS lists " + section_name(kind) + ", which the blob does not have");
     const ByteSpan& payload = it->second;
-    const uint32_t actual = static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), payload.data, payload.size));
+    const uint32_t actual = crc32_of(payload.data, payload.size);
     if (actual != expected) {
       fail(section_name(kind) + " section fails its digest (crc32 " + hex32(actual) + ", recorded " + hex32(expected) +
            "): the blob is corrupt; copy the .pte again or lower the model again");

@@ -64,7 +64,9 @@ struct NamedDataEntry {
   NamedTarget target;
   uint32_t index = 0;  // Weight: the WEIGHTS entry; Engine: 0
   uint64_t nbytes = 0;
-  std::string key;  // UTF-8, non-empty
+  std::string key;         // UTF-8, non-empty
+  bool has_crc32 = false;  // NAMED_DATA layout 1: the CRC-32 its named bytes are checked against at init
+  uint32_t crc32 = 0;
 };
 
 // REFIT_MAP (docs/blob-format.md): per engine weight (ONNX initializer), a recipe that rebuilds its bytes from

@@ -100,6 +100,7 @@ py::dict named_entry_dict(const NamedDataEntry& e) {
   out["index"] = e.index;
   out["key"] = e.key;
   out["nbytes"] = e.nbytes;
+  out["crc32"] = e.has_crc32 ? py::object(py::int_(e.crc32)) : py::none();
   return out;
 }
 

@@ -44,6 +44,21 @@ def test_a_blob_with_named_data_keeps_keys_not_bytes():
     assert B.program_digest(B.read_blob(other)) != B.program_digest(parsed)
 
 
+def test_named_data_records_a_crc32_beside_each_key():
+    """NAMED_DATA layout 1 (what lowering writes): each entry carries the CRC-32 the delegate checks its named bytes
+    against; layout 0 (written before) still reads, with nothing recorded."""
+    checked = B.read_blob(fx.valid_checked_named_blob())
+    assert checked.named == fx.NAMED_CHECKED and checked.named_digests
+    unchecked = B.read_blob(fx.valid_named_blob())
+    assert [n.crc32 for n in unchecked.named] == [None] * 3 and not unchecked.named_digests
+    payload = B.encode_named_data(fx.NAMED_CHECKED)
+    assert struct.unpack_from("<II", payload) == (3, B.NAMED_LAYOUT_CRC32)
+    assert struct.unpack_from("<BBHIQII", payload, 8) == (0, 0, 76, 0, len(fx.ENGINE), 0x1000, 0)
+    assert payload[32 : 32 + 76] == fx.NAMED[0].key.encode()
+    with pytest.raises(BlobFormatError, match="with and without a CRC-32"):
+        B.encode_named_data([fx.NAMED_CHECKED[0], fx.NAMED[1]])
+
+
 def test_header_layout_is_the_documented_one():
     data = fx.valid_blob()
     magic, version, flags, header_size, count, total = struct.unpack_from("<4sHHIIQ", data, 0)

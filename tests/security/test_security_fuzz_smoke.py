@@ -39,6 +39,19 @@ def test_mutated_pte_files_through_the_runner(artifacts):
     assert any(k.startswith("load refused") for k in outcomes), outcomes  # the verifier is exercised
 
 
+def test_mutated_ptd_files_through_the_runner(artifacts):
+    """Every mutation of a .ptd that changes a byte the program reads is refused; none runs (the script fails on a
+    silent run, and so does this test)."""
+    figures = _fuzz(
+        "fuzz_pte.py", artifacts, "--ptd", "--seed", "11", "--inputs", "60", "--batch", "60", "--models", "mlp"
+    )
+    outcomes = figures["outcomes"]
+    assert sum(v for k, v in outcomes.items() if not k.startswith("mutation")) == 60
+    assert "ran on changed named data" not in outcomes, outcomes
+    assert outcomes.get("load refused: RunnerError", 0) + outcomes.get("run refused: RunnerError", 0) > 30, outcomes
+    assert outcomes.get("mutation flip_data", 0) > 0 and outcomes.get("mutation swap_segments", 0) > 0, outcomes
+
+
 def test_hostile_programs_through_the_loader(artifacts):
     figures = _fuzz(
         "fuzz_program.py", artifacts, "--seed", "11", "--inputs", "150", "--batch", "150", "--models", "mlp"

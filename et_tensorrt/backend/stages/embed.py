@@ -4,7 +4,8 @@ see et_tensorrt.embedded_program), its refusal raised now (after the build), sha
 the recipe), and without an engine the program is kept whatever the mode (and no recipe is written). With
 ``named_data`` the engine's and the weights' bytes become ExecuTorch named data (builder/named_data.py): the blob
 names their keys; its WEIGHTS table still describes every weight, so a RECIPE (and a REFIT_MAP) rebuild their
-initializers from the named bytes, stored once."""
+initializers from the named bytes, stored once; each entry records the CRC-32 the delegate checks the named bytes
+against at init."""
 
 from __future__ import annotations
 
@@ -37,13 +38,13 @@ def _named(job: PartitionJob) -> None:
     entries = [job.program_marker] if job.program_marker is not None else []
     if job.engine is not None:
         key = named_data.engine_key(job.engine)
-        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_ENGINE, 0, key, len(job.engine)))
+        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_ENGINE, 0, key, len(job.engine), job.engine.crc32()))
         entries.append((key, job.engine))
     for i, w in enumerate(job.weights if job.graph is not None else ()):
         if w.tensor.numel() == 0:
             continue
         key, data = named_data.tensor_data(w.tensor)
-        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_WEIGHT, i, key, len(data)))
+        job.named.append(blob_mod.NamedRef(blob_mod.NAMED_WEIGHT, i, key, len(data), data.crc32()))
         entries.append((key, data))
     job.data_store = named_data.data_store(entries, job.build.named_data)
     job.metadata["named_data"] = job.build.named_data

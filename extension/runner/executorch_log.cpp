@@ -1,0 +1,50 @@
+#include "executorch_log.h"
+
+#include <executorch/runtime/platform/platform.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "quiet_stderr.h"
+
+namespace et_tensorrt {
+namespace {
+
+thread_local int t_quiet = 0;
+pal_emit_log_message_method g_previous = nullptr;  // ExecuTorch's log function before ours
+
+bool shown() {
+  const char* value = std::getenv(kExecuTorchLogsEnv);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function, size_t line,
+          const char* message, size_t length) {
+  if (t_quiet > 0 && !shown()) return;
+  if (g_previous != nullptr) g_previous(timestamp, level, filename, function, line, message, length);
+}
+
+// In front of whatever log function ExecuTorch has now: installed on first use, and again when someone registered
+// another since (ExecuTorch's Python bindings install theirs when they load, possibly after a Runner's first use).
+void install() {
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const executorch::runtime::PalImpl* current = executorch::runtime::get_pal_impl();
+  const pal_emit_log_message_method now = current != nullptr ? current->emit_log_message : nullptr;
+  if (now == &emit) return;
+  g_previous = now != nullptr ? now : &et_pal_emit_log_message;
+  // register_pal logs that it replaced a log function: not before a Runner's error either.
+  without_stderr([] { executorch::runtime::register_pal(executorch::runtime::PalImpl::create(&emit, __FILE__)); });
+}
+
+}  // namespace
+
+QuietExecuTorchLog::QuietExecuTorchLog() {
+  install();
+  ++t_quiet;
+}
+
+QuietExecuTorchLog::~QuietExecuTorchLog() { --t_quiet; }
+
+}  // namespace et_tensorrt

@@ -1,0 +1,138 @@
+"""The mutated-``.ptd`` mode of scripts/fuzz_pte.py (``--ptd``): the seed programs saved with ``named_data="ptd"``,
+each input the seed's own ``.pte`` with its ``.ptd`` mutated, loaded and run through :class:`et_tensorrt.Runner`.
+
+Mutations: byte flips anywhere in the file (1-64), flips inside the engine and weight bytes only (1-8), a
+truncation, two named data's bytes swapped (their common length), and another seed's ``.ptd``. Besides crashes
+and code runs (scripts/fuzz_children.py), an input that *runs* although a byte the program reads changed (the
+bytes under one of its keys differ from the seed's) is a finding: ``ran on changed named data``, which fails the
+run. Flips that touch nothing the program reads (padding, an unused field) may run: ``ran, named data intact``.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+PTD_MUTATIONS = ("flip", "flip_data", "truncate", "swap_segments", "other_ptd")
+SILENT = "ran on changed named data"
+
+
+def build_ptd_seeds(directory: Path, models: str) -> dict[str, tuple[str, bytes]]:
+    """name -> (its .pte path, its .ptd bytes): the seed models saved with named_data="ptd", once."""
+    from fuzz_pte import _seed_models
+
+    directory.mkdir(parents=True, exist_ok=True)
+    out = {}
+    wanted = models.split(",")
+    for name, (model, inputs, dynamic) in _seed_models().items():
+        if name not in wanted:
+            continue
+        pte, ptd = directory / f"{name}.pte", directory / f"{name}.ptd"
+        if not (pte.exists() and ptd.exists()):
+            import et_tensorrt
+
+            et_tensorrt.save(pte, model, inputs, dynamic_shapes=dynamic, min_block_size=1, named_data="ptd")
+        out[name] = (str(pte), ptd.read_bytes())
+    return out
+
+
+def _layout(ptd: bytes) -> dict[str, tuple[int, int]]:
+    """key -> (offset, size) in a .ptd, read with the flatbuffers runtime's Table (flat_tensor.fbs: FlatTensor
+    {version, segments: [DataSegment {offset, size}], named_data: [NamedData {key, segment_index}]}). Not
+    inspection.ptd_layout: ExecuTorch's Python reader runs flatc in a subprocess, which the child's audit hook
+    counts as code run by the file."""
+    import struct
+
+    from flatbuffers import number_types as N
+    from flatbuffers.table import Table
+
+    if ptd[4:8] != b"FT01" or ptd[8:12] != b"FH01":
+        raise ValueError("no FlatTensor header")
+    base = struct.unpack_from("<Q", ptd, 32)[0]
+    root = Table(ptd, struct.unpack_from("<I", ptd, 0)[0])
+
+    def field(table: Table, slot: int, flags):
+        at = table.Offset(slot)
+        return table.Get(flags, table.Pos + at) if at else 0
+
+    def tables(table: Table, slot: int) -> list[Table]:
+        at = table.Offset(slot)
+        if not at:
+            return []
+        start = table.Vector(at)
+        return [Table(ptd, table.Indirect(start + 4 * i)) for i in range(table.VectorLen(at))]
+
+    segments = [(field(t, 4, N.Uint64Flags), field(t, 6, N.Uint64Flags)) for t in tables(root, 6)]
+    out = {}
+    for entry in tables(root, 8):
+        key = entry.String(entry.Pos + entry.Offset(4)).decode()
+        offset, size = segments[field(entry, 6, N.Uint32Flags)]
+        out[key] = (base + offset, size)
+    return out
+
+
+def _named(ptd: bytes) -> dict[str, bytes] | None:
+    """key -> its bytes in a .ptd, None when the file does not parse as one."""
+    try:
+        return {key: ptd[start : start + size] for key, (start, size) in _layout(ptd).items()}
+    except Exception:  # noqa: BLE001 - a mutated flatbuffer raises anything (struct.error, IndexError, ...)
+        return None
+
+
+class PtdCorpus:
+    """The seeds' programs and .ptd files, and where each one's named data lies."""
+
+    def __init__(self, seeds: dict[str, tuple[str, bytes]]):
+        self.names = sorted(seeds)
+        self.pte = {n: seeds[n][0] for n in self.names}
+        self.ptd = {n: seeds[n][1] for n in self.names}
+        self.regions = {n: sorted(_layout(self.ptd[n]).values()) for n in self.names}
+        self.original = {n: _named(self.ptd[n]) for n in self.names}
+
+    def mutate(self, seed: int, index: int) -> tuple[str, str, bytes]:
+        """(seed program name, mutation kind, .ptd bytes) of input ``index`` of fuzz seed ``seed``."""
+        rng = random.Random(seed * 1_000_003 + index)
+        name = self.names[index % len(self.names)]
+        data = bytearray(self.ptd[name])
+        kind = PTD_MUTATIONS[rng.randrange(len(PTD_MUTATIONS))]
+        regions = self.regions[name]
+        if kind == "flip":
+            for _ in range(rng.randint(1, 64)):
+                data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+        elif kind == "flip_data":
+            for _ in range(rng.randint(1, 8)):
+                start, size = regions[rng.randrange(len(regions))]
+                data[start + rng.randrange(size)] ^= rng.randint(1, 255)
+        elif kind == "truncate":
+            del data[rng.randrange(len(data)) :]
+        elif kind == "swap_segments" and len(regions) > 1:
+            (a, na), (b, nb) = rng.sample(regions, 2)
+            n = min(na, nb)
+            data[a : a + n], data[b : b + n] = data[b : b + n], data[a : a + n]
+        elif kind == "other_ptd":
+            donors = [n for n in self.names if n != name] or [name]
+            data = bytearray(self.ptd[donors[rng.randrange(len(donors))]])
+        return name, kind, bytes(data)
+
+    def changed(self, name: str, data: bytes) -> bool:
+        """Whether a byte the seed program reads (under one of its keys) differs in ``data``."""
+        named = _named(data)
+        if named is None:
+            return True
+        return any(named.get(key) != value for key, value in self.original[name].items())
+
+
+def run_one_ptd(corpus: PtdCorpus, name: str, data: bytes, inputs, path: Path) -> str:
+    """Load the seed's .pte with ``data`` as its .ptd and run it once; the outcome (a crash is not one)."""
+    import et_tensorrt
+
+    path.write_bytes(data)
+    try:
+        runner = et_tensorrt.Runner(corpus.pte[name], data_path=path)
+    except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
+        return f"load refused: {type(e).__name__}"
+    try:
+        runner.run(list(inputs))
+    except Exception as e:  # noqa: BLE001
+        return f"run refused: {type(e).__name__}"
+    return SILENT if corpus.changed(name, data) else "ran, named data intact"
