@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import et_tensorrt
-from et_tensorrt.format import blob as B
 from et_tensorrt.errors import RunnerError
+from et_tensorrt.format import blob as B
 from et_tensorrt.inspection import delegate_blobs, ptd_layout
 
 TRUST = "ET_TENSORRT_TRUST_NAMED_DATA"
