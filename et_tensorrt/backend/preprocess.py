@@ -5,7 +5,7 @@ backend/stages/ (its docstring tables what each reads and writes):
 
 options (compile specs) -> to_aten (edge partition -> aten ExportedProgram, on the host) -> legalize_quant
 (Q/DQ TensorRT runs, activation quantization it cannot express dropped) -> lift_state (mutable
-buffers become engine state, backend/state_lifting.py) -> metadata -> cache_lookup (backend/build_cache.py,
+buffers become engine state, backend/state_lifting.py) -> metadata -> cache_lookup (builder/build_cache.py,
 keyed by the partition itself; a hit skips the next four) -> to_onnx (in memory, weights outside the
 protobuf) -> validate (float64 refusal, [onnxruntime]) -> recipe (the device-build RECIPE over WEIGHTS,
 backend/recipe_derivation.py) -> build (TensorRT engine, streamed into the cache) -> embed (the aten program:

@@ -250,7 +250,7 @@ class EngineWriter:
     time, is in it), completes the head (lengths, sha256), moves the entry into place (unless it exceeds the
     limit) and returns the engine as a private hard link to it (the cache may evict the entry at any time).
     Without one, the chunks go to a private temp file. Either way ``commit`` returns a
-    :class:`~et_tensorrt.backend.held_data.FileRegion` of the engine alone that removes its file when it goes."""
+    :class:`~et_tensorrt.builder.held_data.FileRegion` of the engine alone that removes its file when it goes."""
 
     def __init__(self, entry: Entry | None = None):
         self._entry = entry

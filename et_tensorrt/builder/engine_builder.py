@@ -1,4 +1,4 @@
-"""Parse the partition's ONNX with TensorRT's ONNX parser (its weights from memory: backend/onnx_weights.py) and
+"""Parse the partition's ONNX with TensorRT's ONNX parser (its weights from memory: builder/onnx_weights.py) and
 build a serialized engine: the one builder, used by lowering (the ONNX export) and on the device
 (et_tensorrt.runtime.device_build: the RECIPE's graph, every initializer rebuilt from the blob's WEIGHTS and
 handed over the same way). Imports neither ONNX nor ExecuTorch at load time (the device may have no ``onnx``)."""

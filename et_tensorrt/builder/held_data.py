@@ -5,7 +5,7 @@ ExecuTorch serializes named data (``NamedDataStore``) and program segments as a 
 :class:`HeldData` has that interface (``len``, ``prefix``, ``sha256``, ``to_bytes``, ``write_to_file``, ``close``)
 for data that is not a whole file of its own: :class:`TensorData` (the program's weight, written straight from its
 memory) and :class:`FileRegion` (an engine TensorRT streamed to disk, or the engine in a build-cache entry). So a
-model's weights and engines reach the .pte/.ptd without a copy in memory (backend/named_data.py hands them to
+model's weights and engines reach the .pte/.ptd without a copy in memory (builder/named_data.py hands them to
 ExecuTorch). This module imports nothing of ExecuTorch: the device build (et_tensorrt.runtime.device_build) holds
 its engines as :class:`FileRegion` too, where only ExecuTorch's runtime is installed.
 """

@@ -1,6 +1,6 @@
 """Export an aten partition to ONNX in memory and record what the blob and the builder need.
 
-The ONNX keeps its weights outside the protobuf (backend/onnx_weights.py): ``OnnxExport.model`` is the graph,
+The ONNX keeps its weights outside the protobuf (builder/onnx_weights.py): ``OnnxExport.model`` is the graph,
 its large initializers external references, and ``OnnxExport.initializers`` holds their tensors by name.
 
 Records, for every delegate argument (tensors, and sizes ExecuTorch passes as integers), its ONNX name,
@@ -90,7 +90,7 @@ class OnnxExport:
 
     @property
     def model_bytes(self) -> bytes:
-        """The graph serialized (small: the external weights are references, see backend/onnx_weights.py)."""
+        """The graph serialized (small: the external weights are references, see builder/onnx_weights.py)."""
         if isinstance(self.model, bytes):
             return self.model
         onnx_weights.check_proto_size("serializing the ONNX graph", self.model.ByteSize())
@@ -347,7 +347,7 @@ def export_onnx(
 ) -> OnnxExport:
     """``ep``: the partition as an aten program; its user inputs are the delegate's arguments. Initializers of at
     least ``external_threshold`` bytes (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the
-    protobuf, held in the export (backend/onnx_weights.py)."""
+    protobuf, held in the export (builder/onnx_weights.py)."""
     import time
 
     import onnx

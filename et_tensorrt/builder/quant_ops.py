@@ -1,5 +1,5 @@
 """``et_tensorrt::quantize`` / ``et_tensorrt::dequantize``: the Q/DQ a TensorRT engine runs, in the aten partition
-program after legalization (backend/quant_legalization.py), exported as ONNX ``QuantizeLinear`` /
+program after legalization (builder/quant_legalization.py), exported as ONNX ``QuantizeLinear`` /
 ``DequantizeLinear`` through the exporter's translation table (as ``kv_cache_op`` adds ``TensorScatter``).
 
 Both are symmetric (TensorRT's only kind: no zero point). ``qtype`` names the quantized type: ``"int8"``,

@@ -39,10 +39,10 @@ SECTION_PROGRAM = 3  # version 1 only
 SECTION_METADATA = 4
 SECTION_GRAPH = 5
 SECTION_WEIGHTS = 6
-SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (et_tensorrt.refit_map)
-SECTION_STATE = 8  # the state tensors the delegate owns across calls (et_tensorrt.state_table)
+SECTION_REFIT_MAP = 7  # weight-stripped engines: how to rebuild each engine weight (format/refit_map.py)
+SECTION_STATE = 8  # the state tensors the delegate owns across calls (format/state_table.py)
 SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
-SECTION_RECIPE = 10  # how to build the engine on the device: weightless ONNX + initializer recipes (et_tensorrt.recipe)
+SECTION_RECIPE = 10  # how to build the engine on the device: weightless ONNX + initializer recipes (format/recipe.py)
 SECTION_NAMED_DATA = 11  # the ENGINE and WEIGHTS data that live in ExecuTorch's named data, by key
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
@@ -176,10 +176,10 @@ class Blob:
     data: bytes | memoryview | None = None  # the whole blob (WEIGHTS offsets index into it)
     program: bytes | memoryview | None = None  # version 1: torch.export.save archive
     refit_map: bytes | memoryview | None = None
-    refit_entries: list = field(default_factory=list)  # et_tensorrt.refit_map.Entry, as the reader parsed them
-    states: list = field(default_factory=list)  # et_tensorrt.state_table.StateEntry, as the reader parsed them
+    refit_entries: list = field(default_factory=list)  # refit_map.Entry, as the reader parsed them
+    states: list = field(default_factory=list)  # state_table.StateEntry, as the reader parsed them
     named: list[NamedRef] = field(default_factory=list)  # the data the blob leaves to ExecuTorch's named data
-    recipe: object | None = None  # et_tensorrt.recipe.Recipe: the RECIPE section, None without one
+    recipe: object | None = None  # recipe.Recipe: the RECIPE section, None without one
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -518,10 +518,10 @@ def write_blob(
     exec_device_index: int = 0,
 ) -> bytes:
     """A version-3 blob: ENGINE only ("engine-only"), or ENGINE and/or GRAPH + WEIGHTS (the program); with a
-    REFIT_MAP (et_tensorrt.refit_map) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
-    the STATE table (et_tensorrt.state_table.encode_state_table) of a partition that owns mutable buffers;
-    ``recipe``: the RECIPE payload (et_tensorrt.recipe.encode), whose initializers are rebuilt from WEIGHTS (in
-    the blob or named). ``engine``: bytes, or a file region (backend/held_data.py), read into the blob.
+    REFIT_MAP (format/refit_map.py) the ENGINE is weight-stripped and rebuilt from WEIGHTS ("refit"); ``state``:
+    the STATE table (state_table.encode_state_table) of a partition that owns mutable buffers;
+    ``recipe``: the RECIPE payload (recipe.encode), whose initializers are rebuilt from WEIGHTS (in
+    the blob or named). ``engine``: bytes, or a file region (builder/held_data.py), read into the blob.
     ``named``: the engine and weights whose data is ExecuTorch named data instead (a NAMED_DATA section; the
     engine is then None)."""
     named_engine = any(r.target == NAMED_ENGINE for r in named)

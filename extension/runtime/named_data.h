@@ -25,7 +25,7 @@ struct NamedData {
   std::vector<std::shared_ptr<const void>> owners;  // per WEIGHTS entry: the buffer holding them (named only)
 };
 
-// What every key of ours starts with (et_tensorrt/backend/named_data.py KEY_PREFIX): a content digest follows.
+// What every key of ours starts with (et_tensorrt/builder/named_data.py KEY_PREFIX): a content digest follows.
 constexpr const char* kNamedDataKeyPrefix = "et_tensorrt:";
 
 // Set to exactly 1: named data is used without checking it against the blob's CRC-32s (files you trust; the check
