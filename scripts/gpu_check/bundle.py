@@ -256,6 +256,7 @@ def lower_programs(work: Path) -> Path:
             f"lowered {spec.name}: {len(pte) / transport.MiB:.2f} MiB, {len(spans)} delegate(s), "
             f"{time.perf_counter() - t0:.1f} s"
         )
+    refs["methods"] = {"decoder_methods": lower_methods(out)}
     torch.save(refs, out / "refs.pt")
     (out / "programs.json").write_text(json.dumps(table, indent=1))
     tar_path = work / "programs.tar"
@@ -263,6 +264,33 @@ def lower_programs(work: Path) -> Path:
         for p in sorted(out.iterdir()):
             tar.add(p, arcname=f"programs/{p.name}")
     return tar_path
+
+
+def lower_methods(out: Path) -> dict:
+    """Issue 34: ExecuTorch's llama (tiny random config, ``enable_dynamic_shape``) as ``prefill`` (a dynamic length)
+    and ``decode`` (one token) methods of one program, and its eager steps: the prompt, then one token a call."""
+    import check_models
+    import torch
+
+    import et_tensorrt
+    from et_tensorrt.parity import for_precision
+    from et_tensorrt.testing import decoders
+
+    t0 = time.perf_counter()
+    decoder = decoders.executorch_llama(dynamic=True)
+    pte = et_tensorrt.lower(decoders.prefill_decode(decoder))
+    (out / "decoder_methods.pte").write_bytes(pte)
+    tokens, prompt, steps, start = check_models.DECODE_TOKENS, 4, [], 0
+    for call in [tokens[:prompt]] + [[t] for t in tokens[prompt:]]:
+        args, kwargs = decoder.inputs(call, start)
+        with torch.no_grad():
+            expected = decoder.eager(*args, **kwargs)
+        method = "prefill" if start == 0 else "decode"
+        steps.append({"method": method, "inputs": decoders._flat((args, kwargs)), "expected": [expected.detach()]})
+        start += len(call)
+    tol = for_precision("fp32")
+    log(f"lowered decoder_methods: {len(pte) / transport.MiB:.2f} MiB, {time.perf_counter() - t0:.1f} s")
+    return {"pte": "decoder_methods.pte", "steps": steps, "tolerance": {"atol": tol.atol, "rtol": tol.rtol}}
 
 
 # -------------------------------------------------------------------------------------------- main

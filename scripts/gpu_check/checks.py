@@ -477,6 +477,58 @@ class Checks:
             data,
         )
 
+    # -- several methods, one cache and one engine (issue 34) ------------------------------------------
+    def methods(self, name: str):
+        """The prompt through ``prefill``, then one token a call through ``decode``, one fresh Runner, inputs on the
+        execution device: decode reads what prefill wrote (each call matches eager), both methods bind the one
+        cache (in place, 0 B; ``methods``), a decode call moves only the logits; the decode step's latency."""
+        spec = self.refs["methods"][name]
+        r = self.et.Runner(str(self.dir / spec["pte"]))
+        self.spy.take()
+        errors, moved, decode_seconds = [], [], []
+        for i, step in enumerate(spec["steps"]):
+            x = [t.to(self.device()) for t in step["inputs"]]
+            t = time.perf_counter()
+            out = r.run(x, method=step["method"])
+            if State.gpu:
+                torch.cuda.synchronize()
+            if step["method"] == "decode":
+                decode_seconds.append(time.perf_counter() - t)
+            (plan,) = r.last_plans
+            caches = [s for s in plan.states if "cache" in s.name]
+            if not caches or any(s.update != "in place" or s.bytes or list(s.methods) != ["decode", "prefill"]
+                                 for s in caches):  # fmt: skip
+                raise AssertionError(f"call {i} ({step['method']}): the cache is not the methods' one: {plan.states}")
+            ok, err = within(out, step["expected"], spec["tolerance"])
+            if not ok:
+                raise AssertionError(f"call {i} ({step['method']}): max abs error {err:.3g} vs eager")
+            errors.append(err)
+            moved.append(plan.bytes_copied)
+        kinds = sorted({c["executor"] for c in self.spy.take()})
+        if State.gpu and kinds != ["tensorrt"]:
+            raise AssertionError(f"executor {kinds}: the engine did not run")
+        if State.gpu:  # both methods' delegates hold the one engine, deserialized once
+            from et_tensorrt.runtime import executors
+
+            held = sorted(executors._engines.holders().values())
+            if held != [2]:
+                raise AssertionError(f"the methods hold {len(held)} engine(s) ({held} delegates each), not one")
+        steady = decode_seconds[1:] or decode_seconds  # the first decode call loads the method
+        data = {
+            "executor": kinds,
+            "calls": len(errors),
+            "max_abs_error": max(errors),
+            "bytes_copied_per_decode": moved[1:],
+            "decode_step_us": round(statistics.median(steady) * 1e6, 1),
+            "tokens_per_second": round(len(steady) / sum(steady), 1),
+        }
+        return (
+            f"prefill + {len(errors) - 1} decode calls, executor {'/'.join(kinds)}: max abs error {max(errors):.3g}; "
+            f"{max(moved[1:])} B per decode call; decode step {data['decode_step_us']} us "
+            f"({data['tokens_per_second']} tokens/s)",
+            data,
+        )
+
     # -- quantized engines (issue 28) -------------------------------------------------------------------
     def quantized_engine(self, name: str):
         """An int4 weight-only engine: its METADATA says int4 weights (legalize_quant), TensorRT deserialized it on
@@ -717,6 +769,12 @@ def main() -> int:
         )
     for name in (n for n, spec in c.table.items() if spec.get("decode")):
         run(f"{name}: decodes token by token, KV cache in place (issue 24)", lambda n=name: c.decode(n), et)
+    for name in c.refs.get("methods", {}):
+        run(
+            f"{name}: decode reads what prefill wrote, one cache and one engine (issue 34)",
+            lambda n=name: c.methods(n),
+            et,
+        )
     run("no executorch.exir imported", c.no_exir, et)
 
     summary = {
