@@ -109,14 +109,14 @@ def lower_program(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
             "(or named_data='pte' for one program in memory)"
         )
+    # One partitioner per method (each keeps its method's report), made now: its options are checked before any work.
+    partitioners = {name: _partitioner(partitioner_options, build) for name in (model if methods else [""])}
     with steps.reporting(progress):
         with steps.step("program", "export"):
             if methods:
                 program = {name: export(ep) for name, ep in model.items()}
             else:
                 program = export(model, example_inputs, dynamic_shapes)
-        # One partitioner per method: each keeps its method's report.
-        partitioners = {name: _partitioner(partitioner_options, build) for name in (program if methods else [""])}
         with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
             edge = to_edge_transform_and_lower(
                 program,
