@@ -161,13 +161,13 @@ def _packet(target):
 def _retype(node: torch.fx.Node, originals: dict, casts: _Casts, dtype: torch.dtype) -> None:
     """Casts ``node``'s float inputs as its op needs (the module's rules) and gives its value the dtype it now has.
     A node none of whose inputs changed dtype is left as it is."""
-    inputs = _float_inputs(node)
-    if not any(_dtype(a) != getattr(originals.get(a), "dtype", None) for a in node.all_input_nodes):
-        return
-    if node.target is operator.getitem:
+    if node.target is operator.getitem:  # an element of a multi-output op's (split, var_mean) value
         parent = node.args[0].meta.get("val")
         if isinstance(parent, (tuple, list)):
             node.meta["val"] = parent[node.args[1]]
+        return
+    inputs = _float_inputs(node)
+    if not any(_dtype(a) != getattr(originals.get(a), "dtype", None) for a in node.all_input_nodes):
         return
     packet = _packet(node.target)
     if not _is_aten(node.target):
