@@ -71,6 +71,7 @@ struct StatePlacement {
   EtDevice device{EtDeviceType::CPU, 0};
   bool in_place = true;
   size_t bytes = 0;
+  EtScalarType dtype = EtScalarType::Float;  // as stored (blob STATE): the engine's precision for a float state
 };
 
 struct PlacementPlan {
