@@ -4,7 +4,8 @@
 program (the PyTorch fallback) all compute the same thing, in the same types:
 
 - **weights**: every float32 parameter is cast once, here, at build time (the blob and the engine hold the half
-  weights; no call ever casts a weight);
+  weights; no call ever casts a weight), except one that only float32 ops read (a norm's scale), which keeps its
+  float32 bytes;
 - **state**: every float32 buffer the partition mutates (a KV cache) is stored in the engine's precision, so
   its in-place update stays in place (docs/stateful-decode.md); its initial contents are cast with it;
 - **boundary**: float32 inputs are cast on entry and float32 outputs back on exit: the delegate's I/O keeps the
@@ -99,6 +100,14 @@ def in_precision(ep: ExportedProgram, precision: str) -> ExportedProgram:
         if node.op == "call_function" and node not in casts.made:
             _retype(node, originals, casts, dtype)
     _cast_outputs(gm.graph, signature, originals, casts)
+    for node in placeholders:
+        if node.name in weights and node.users and all(casts.made.get(u) == torch.float32 for u in node.users):
+            # read only by float32 ops (a norm's scale): it keeps its float32 bytes, never cast per call
+            for cast in list(node.users):
+                cast.replace_all_uses_with(node)
+                gm.graph.erase_node(cast)
+            node.meta["val"] = originals[node]
+            del weights[node.name]
     gm.graph.lint()
     gm.recompile()
     state_dict, constants = dict(ep.state_dict), dict(ep.constants)

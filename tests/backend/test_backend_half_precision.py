@@ -70,6 +70,9 @@ def test_every_op_sees_one_dtype_and_accumulations_stay_fp32(precision):
     # weights and the mutated buffer in the engine's precision; the unmutated table and the I/O as they were
     state = cast.state_dict
     assert state["qkv.weight"].dtype == state["cache"].dtype == low and state["freqs"].dtype == torch.float32
+    assert state["norm"].dtype == torch.float32  # only a float32 product reads it: kept, not cast per call
+    weights = {s.arg.name for s in cast.graph_signature.input_specs if s.kind.name in ("PARAMETER", "BUFFER")}
+    assert not [n for n in calls if n.target == torch.ops.aten._to_copy.default and n.args[0].name in weights]
     x = [n for n in cast.graph.nodes if n.op == "placeholder" and n.name == "x"][0]
     assert x.meta["val"].dtype == torch.float32
     with torch.no_grad():
