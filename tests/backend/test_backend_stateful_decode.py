@@ -151,10 +151,17 @@ def test_fp32_decoder_in_half_precision_decodes_with_its_cache_in_place(half):
 
 
 def test_half_precision_reset_restores_the_initial_cache(half):
+    """A call at position 1 reads the cache row at 0: the previous sequence's after a call there, the initial
+    (zero) contents after ``reset()``, as in a fresh Runner."""
     decoder, pte, _, _ = half
     runner = Runner(pte)
-    first = decoders._flat(decoder.inputs([3], 0))
-    out = runner.run(first)[0].clone()
-    runner.run(decoders._flat(decoder.inputs([5], 1)))
+
+    def at_one(r):
+        return r.run(decoders._flat(decoder.inputs([5], 1)))[0].clone()
+
+    runner.run(decoders._flat(decoder.inputs([3], 0)))
+    continued = at_one(runner)
     runner.reset()
-    torch.testing.assert_close(runner.run(first)[0], out, rtol=0, atol=TOLERANCE)
+    restored = at_one(runner)
+    torch.testing.assert_close(restored, at_one(Runner(pte)), rtol=0, atol=TOLERANCE)
+    assert float((restored - continued).abs().max()) > 10 * TOLERANCE  # the row at 0 is read
