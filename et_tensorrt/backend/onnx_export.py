@@ -291,10 +291,10 @@ def export_onnx(
     dynamic_dims: dict[str, DynamicDim] | None = None,
     external_threshold: int | None = None,
 ) -> OnnxExport:
-    """``ep``: the partition as an aten program, in the engine's precision (backend/precision.py); its user inputs
-    are the delegate's arguments. Initializers of at
-    least ``external_threshold`` bytes (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the
-    protobuf, held in the export (backend/onnx_weights.py)."""
+    """``ep``: the partition as an aten program, in the engine's precision (backend/precision.py: nothing is cast
+    here); its user inputs are the delegate's arguments. Initializers of at least ``external_threshold`` bytes
+    (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the protobuf, held in the export
+    (backend/onnx_weights.py)."""
     import time
 
     import onnx

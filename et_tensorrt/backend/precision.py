@@ -4,8 +4,8 @@
 program (the PyTorch fallback) all compute the same thing, in the same types:
 
 - **weights**: every float32 parameter is cast once, here, at build time (the blob and the engine hold the half
-  weights; no call ever casts a weight), except one that only float32 ops read (a norm's scale), which keeps its
-  float32 bytes;
+  weights), except one that only float32 ops read (a norm's scale), which keeps its float32 bytes; a buffer or
+  constant that only low-precision ops read is cast too: no call casts a tensor the program holds;
 - **state**: every float32 buffer the partition mutates (a KV cache) is stored in the engine's precision, so
   its in-place update stays in place (docs/stateful-decode.md); its initial contents are cast with it;
 - **boundary**: float32 inputs are cast on entry and float32 outputs back on exit: the delegate's I/O keeps the
@@ -77,14 +77,14 @@ def in_precision(ep: ExportedProgram, precision: str) -> ExportedProgram:
     mutated = {s.target for s in signature.output_specs if s.kind == OutputKind.BUFFER_MUTATION}
     gm = copy.deepcopy(ep.graph_module)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    held = _held_float32(ep)  # placeholder -> (target, tensor, kind)
     read_by_aten = {n.name for n in placeholders if any(_is_aten(u.target) for u in n.users)}
-    weights = {}
-    for spec in signature.input_specs:
-        if spec.kind == InputKind.PARAMETER or (spec.kind == InputKind.BUFFER and spec.target in mutated):
-            value = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
-            # a scale only a quantization op reads keeps its dtype
-            if isinstance(value, torch.Tensor) and value.dtype == torch.float32 and spec.arg.name in read_by_aten:
-                weights[spec.arg.name] = spec.target, value
+    # a scale only a quantization op reads keeps its dtype
+    weights = {
+        name: (target, value)
+        for name, (target, value, kind) in held.items()
+        if name in read_by_aten and (kind == InputKind.PARAMETER or target in mutated)
+    }
     user = {s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT}
     if not weights and not any(_dtype(n) == torch.float32 for n in placeholders if n.name in user):
         return ep
@@ -100,21 +100,29 @@ def in_precision(ep: ExportedProgram, precision: str) -> ExportedProgram:
         if node.op == "call_function" and node not in casts.made:
             _retype(node, originals, casts, dtype)
     _cast_outputs(gm.graph, signature, originals, casts)
+    # A tensor the program holds is stored in the dtype all its readers take, so that no call casts it: a weight
+    # only float32 ops read (a norm's scale) keeps its float32 bytes; a buffer or constant only low-precision ops
+    # read (a weight registered as a buffer) is cast at build like a parameter.
     for node in placeholders:
-        if node.name in weights and node.users and all(casts.made.get(u) == torch.float32 for u in node.users):
-            # read only by float32 ops (a norm's scale): it keeps its float32 bytes, never cast per call
-            for cast in list(node.users):
-                cast.replace_all_uses_with(node)
-                gm.graph.erase_node(cast)
-            node.meta["val"] = originals[node]
-            del weights[node.name]
+        readers = {casts.made.get(u) for u in node.users}
+        if node.name not in held or len(readers) != 1 or None in readers or held[node.name][0] in mutated:
+            continue
+        for cast in list(node.users):
+            cast.replace_all_uses_with(node)
+            gm.graph.erase_node(cast)
+        (stored,) = readers
+        node.meta["val"] = originals[node].to(stored)
+        if stored == torch.float32:
+            weights.pop(node.name, None)
+        else:
+            weights[node.name] = held[node.name][:2]
     gm.graph.lint()
     gm.recompile()
     state_dict, constants = dict(ep.state_dict), dict(ep.constants)
     for target, value in weights.values():
-        held = state_dict if target in state_dict else constants
+        store = state_dict if target in state_dict else constants
         cast = value.detach().to(dtype)
-        held[target] = torch.nn.Parameter(cast, requires_grad=False) if isinstance(value, torch.nn.Parameter) else cast
+        store[target] = torch.nn.Parameter(cast, requires_grad=False) if isinstance(value, torch.nn.Parameter) else cast
     output = next(n for n in gm.graph.nodes if n.op == "output")
     outputs = [
         OutputSpec(s.kind, TensorArgument(v.name), s.target) if isinstance(s.arg, TensorArgument) else s
@@ -157,6 +165,17 @@ def _dtype(node) -> torch.dtype | None:
 
 def _float_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     return [a for a in node.all_input_nodes if _dtype(a) in _FLOATS]
+
+
+def _held_float32(ep: ExportedProgram) -> dict[str, tuple[str, torch.Tensor, InputKind]]:
+    """The program's float32 parameters, buffers and constants: placeholder -> (target, tensor, kind)."""
+    held = {}
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            value = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+            if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+                held[spec.arg.name] = spec.target, value, spec.kind
+    return held
 
 
 def _is_aten(target) -> bool:

@@ -29,6 +29,7 @@ class NormAttention(torch.nn.Module):
         self.out = torch.nn.Linear(width, width)
         self.register_buffer("freqs", torch.rand(width))
         self.register_buffer("cache", torch.zeros(length, width))
+        self.register_buffer("head", torch.randn(width, width) / 4)  # a weight held as a buffer
 
     def forward(self, x, positions):
         h = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * self.norm
@@ -37,7 +38,7 @@ class NormAttention(torch.nn.Module):
         q, k = q * torch.cos(angles), k * torch.cos(angles)
         self.cache.index_copy_(0, positions, k)
         weights = torch.softmax(q @ self.cache.T / 4.0, dim=-1)
-        return x + self.out(weights @ torch.cat([v, self.cache[len(positions) :]]))
+        return (x + self.out(weights @ torch.cat([v, self.cache[len(positions) :]]))) @ self.head
 
 
 def _program():
@@ -69,7 +70,8 @@ def test_every_op_sees_one_dtype_and_accumulations_stay_fp32(precision):
     assert all(n.meta["val"].dtype == torch.float32 for n in wide if n.target.overloadpacket in FP32_OPS)
     # weights and the mutated buffer in the engine's precision; the unmutated table and the I/O as they were
     state = cast.state_dict
-    assert state["qkv.weight"].dtype == state["cache"].dtype == low and state["freqs"].dtype == torch.float32
+    assert state["qkv.weight"].dtype == state["cache"].dtype == state["head"].dtype == low
+    assert state["freqs"].dtype == torch.float32
     assert state["norm"].dtype == torch.float32  # only a float32 product reads it: kept, not cast per call
     weights = {s.arg.name for s in cast.graph_signature.input_specs if s.kind.name in ("PARAMETER", "BUFFER")}
     assert not [n for n in calls if n.target == torch.ops.aten._to_copy.default and n.args[0].name in weights]
