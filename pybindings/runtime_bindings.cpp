@@ -118,12 +118,14 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("device", [](const StatePlacement& s) { return executorch_to_torch_device(s.device); })
       .def_property_readonly("update", [](const StatePlacement& s) { return s.in_place ? "in place" : "copied back"; })
       .def_readonly("bytes", &StatePlacement::bytes)
+      .def_property_readonly("dtype", [](const StatePlacement& s) { return executorch_to_torch_dtype(s.dtype); })
       .def_readonly("methods", &StatePlacement::methods,
                     "The program's methods that bind this same device buffer (empty: this method only).")
       .def("__repr__", [](const StatePlacement& s) {
+        std::string dtype = py::str(py::cast(executorch_to_torch_dtype(s.dtype)));
         std::string shared;
         for (const std::string& m : s.methods) shared += (shared.empty() ? ", shared by " : ", ") + m;
-        return "<state " + s.name + ": " + device_str(s.device) + ", " +
+        return "<state " + s.name + ": " + device_str(s.device) + ", " + dtype.substr(dtype.find('.') + 1) + ", " +
                (s.in_place ? "in place" : "copied back " + std::to_string(s.bytes) + " B") + shared + ">";
       });
 

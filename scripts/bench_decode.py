@@ -4,6 +4,9 @@ Side by side in one run, for each decoder (et_tensorrt.testing.decoders: ExecuTo
 ``use_kv_cache``, static and ``enable_dynamic_shape``, and HF's ``TorchExportableModuleForDecoderOnlyLM``):
 
 * ``et_tensorrt`` — the delegate owns the caches (``own_mutable_buffers``, the default);
+* ``et_tensorrt fp16`` / ``et_tensorrt bf16`` — the same fp32 program lowered with ``precision="fp16"``/``"bf16"``:
+  the caches stored in that precision (half the cache bytes), the engine about half the fp32 engine's weight bytes,
+  the error still against fp32 eager;
 * ``et_tensorrt (caches ExecuTorch's)`` — ``own_mutable_buffers=False``, the round-2 behaviour: the delegate
   takes each cache as an input and returns it, and ExecuTorch copies it back;
 * ``xnnpack`` — ExecuTorch's XNNPACK partitioner on the same program (its caches stay in ExecuTorch's planned
@@ -11,6 +14,8 @@ Side by side in one run, for each decoder (et_tensorrt.testing.decoders: ExecuTo
 
 Per row: partitions, host kernels that copy (``aten::copy_``), bytes the delegate copied per token at its boundary
 (inputs, results, outputs: a cache ExecuTorch owns crosses it twice) and state it wrote back on its device, the
+bytes of the caches the delegate owns, of its engine(s) (and their share of the fp32 lowering's: TensorRT-RTX's
+engines of these tiny decoders are mostly its kernels, ~2.6 MB, not weights) and of the weights it carries, the
 executor's time per token, the first call (the prompt, with one-time costs) and tokens/s of the single-token
 calls after it (the method calls alone), and the largest error against eager.
 Without a GPU the delegate runs its embedded program with PyTorch on the CPU (the ``executor`` column says so):
@@ -42,7 +47,8 @@ from bench_common import fmt, xnnpack_edge  # this folder (the script's own) is 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import et_tensorrt  # noqa: E402
-from et_tensorrt.inspection import inspect_bytes  # noqa: E402
+from et_tensorrt.format.blob import read_blob  # noqa: E402
+from et_tensorrt.inspection import delegate_blobs, inspect_bytes  # noqa: E402
 from et_tensorrt.testing import decoders  # noqa: E402
 
 TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 1, 17, 19]
@@ -56,6 +62,9 @@ class Row:
     host_copies: int = 0
     io_bytes_per_token: float | None = None  # copied at the delegate boundary (inputs, results, outputs)
     state_bytes_per_token: float | None = None  # state written back inside the delegate, on its device
+    cache_bytes: int | None = None  # the KV caches the delegate owns (blob STATE), as stored
+    engine_bytes: int | None = None  # every engine of the program
+    weight_bytes: int | None = None  # the weights the blobs carry for the embedded program (the engine's, as typed)
     executor: str = ""
     executor_us: float | None = None
     first_call_ms: float = 0.0  # the prompt, with the one-time costs (the embedded program's first load, ...)
@@ -68,11 +77,16 @@ def _host_copies(pte: bytes) -> int:
     return sum(op.startswith("aten::copy_") for m in inspect_bytes(pte).methods for op in m.operators)
 
 
-def run_ours(decoder, tokens, own: bool) -> Row:
-    row = Row(decoder.name, "et_tensorrt" if own else "et_tensorrt (caches ExecuTorch's)")
-    pte = et_tensorrt.lower(decoder.program, own_mutable_buffers=own)
+def run_ours(decoder, tokens, own: bool, precision: str = "fp32") -> Row:
+    name = "et_tensorrt" if own else "et_tensorrt (caches ExecuTorch's)"
+    row = Row(decoder.name, name if precision == "fp32" else f"{name} {precision}")
+    pte = et_tensorrt.lower(decoder.program, own_mutable_buffers=own, precision=precision)
     row.partitions = len(et_tensorrt.lower.last_report.partitions)
     row.host_copies = _host_copies(pte)
+    blobs = [read_blob(b) for b in delegate_blobs(pte)]
+    row.cache_bytes = sum(e.nbytes for b in blobs for e in b.states if "cache" in e.name)
+    row.engine_bytes = sum(len(b.engine) for b in blobs)
+    row.weight_bytes = sum(w.nbytes for b in blobs for w in b.weights)
     steps = decoders.decode(decoder, pte, tokens, prompt=3)
     singles = steps[1:]  # the prompt call moves its S tokens' logits; per token: the single-token calls
     row.io_bytes_per_token = statistics.mean(s.bytes_moved for s in singles)
@@ -168,30 +182,37 @@ def main() -> int:
     tokens = TOKENS[: args.tokens]
     rows = []
     for make in (decoders.executorch_llama, lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
-        for backend in ("ours", "ours-not-owned", "xnnpack"):
+        for backend in ("ours", "ours-fp16", "ours-bf16", "ours-not-owned", "xnnpack"):
             decoder = make()  # fresh: each lowering and each eager reference starts from the initial state
+            precision = backend.rpartition("-")[2] if backend[-4:] in ("fp16", "bf16") else "fp32"
             try:
                 if backend == "xnnpack":
                     rows.append(run_xnnpack(decoder, tokens))
                 else:
-                    rows.append(run_ours(decoder, tokens, own=backend == "ours"))
+                    rows.append(run_ours(decoder, tokens, own=backend != "ours-not-owned", precision=precision))
             except Exception as exc:  # noqa: BLE001  (a failing row is reported; the others still run)
-                name = {"ours": "et_tensorrt", "ours-not-owned": "et_tensorrt (caches ExecuTorch's)"}.get(backend)
-                rows.append(Row(decoder.name, name or backend, error=f"{type(exc).__name__}: {exc}"[:300]))
+                name = {"ours-not-owned": "et_tensorrt (caches ExecuTorch's)", "xnnpack": "xnnpack"}.get(backend)
+                name = name or ("et_tensorrt" if precision == "fp32" else f"et_tensorrt {precision}")
+                rows.append(Row(decoder.name, name, error=f"{type(exc).__name__}: {exc}"[:300]))
     print(f"torch {torch.__version__}, {len(tokens)} tokens (prompt of 3 where one call takes several)\n")
     print(
-        "| decoder | backend | partitions | host copy_ | I/O B/token | state B/token | executor | executor us/token "
-        "| first call ms | tokens/s after | max err |"
+        "| decoder | backend | partitions | host copy_ | I/O B/token | state B/token | cache B | engine B (of fp32) "
+        "| weights B | executor | executor us/token | first call ms | tokens/s after | max err vs fp32 eager |"
     )
-    print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    fp32_engine = {r.decoder: r.engine_bytes for r in rows if r.backend == "et_tensorrt" and not r.error}
     for r in rows:
         if r.error:
-            print(f"| {r.decoder} | {r.backend} | failed: {r.error} |||||||| ")
+            print(f"| {r.decoder} | {r.backend} | failed: {r.error} ||||||||||| ")
             continue
+        engine = fmt(r.engine_bytes, ",")
+        if r.engine_bytes and fp32_engine.get(r.decoder):
+            engine += f" ({r.engine_bytes / fp32_engine[r.decoder]:.2f})"
         print(
             f"| {r.decoder} | {r.backend} | {r.partitions} | {r.host_copies} | {fmt(r.io_bytes_per_token, ',.0f')} "
-            f"| {fmt(r.state_bytes_per_token, ',.0f')} | {r.executor} | {fmt(r.executor_us, '.0f')} "
-            f"| {r.first_call_ms:.1f} | {r.tokens_per_s:.0f} | {r.max_error:.1e} |"
+            f"| {fmt(r.state_bytes_per_token, ',.0f')} | {fmt(r.cache_bytes, ',')} | {engine} "
+            f"| {fmt(r.weight_bytes, ',')} | {r.executor} "
+            f"| {fmt(r.executor_us, '.0f')} | {r.first_call_ms:.1f} | {r.tokens_per_s:.0f} | {r.max_error:.1e} |"
         )
     methods = []
     for make in (lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
@@ -224,7 +245,8 @@ def main() -> int:
         with open(args.json, "w") as f:
             tables = {"rows": [asdict(r) for r in rows], "methods": [asdict(r) for r in methods]}
             json.dump({**tables, "llama_3_2_1b": projection}, f, indent=1)
-    return 1 if any(r.error for r in rows if r.backend == "et_tensorrt") or any(r.error for r in methods) else 0
+    owned = ("et_tensorrt", "et_tensorrt fp16", "et_tensorrt bf16")
+    return 1 if any(r.error for r in rows if r.backend in owned) or any(r.error for r in methods) else 0
 
 
 if __name__ == "__main__":

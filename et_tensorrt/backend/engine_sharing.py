@@ -12,7 +12,7 @@ builds ``prefill``'s engine only and lets ``decode``'s delegate run it too, when
   order, as both index the blob's WEIGHTS;
 * their programs agree when run: PyTorch runs both on the same random arguments of ``decode``'s shapes, from the
   same random states, for several consecutive calls with the states carried over, and every result and new state
-  is equal within fp32 tolerance. (Structure alone cannot prove it: the two exports trace different Python paths.)
+  is equal within the engine precision's tolerance. (Structure alone cannot prove it: the two exports trace different Python paths.)
 
 The engine's bytes are then named data under one key (stored once; without named data each blob still carries a
 copy), each method's blob keeps its own I/O table (``decode``'s static shapes, bound by the engine's names), its
@@ -151,7 +151,7 @@ def _disagreement(job: PartitionJob, donor: PartitionJob, arguments: OnnxExport)
                 got = list(theirs(*ordered, *[t.clone() for t in state]))
         except Exception as exc:  # noqa: BLE001 - a program that cannot run here cannot be compared
             return f"PyTorch cannot run both at step {step + 1}: {exc}"
-        result = compare(expected, got, for_precision("fp32"))
+        result = compare(expected, got, for_precision(job.build.precision))
         if not result.passed:
             return f"their results differ at step {step + 1}: {result.failures()}"
         state = expected[len(expected) - n :]

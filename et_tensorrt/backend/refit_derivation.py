@@ -159,7 +159,7 @@ class _Deriver:
 
     def _candidates(self, name: str, target: torch.Tensor) -> list[int]:
         same_size = self.by_numel.get(target.numel(), [])
-        # Names often survive export ("layers.0.bias", "inner.layers.0.bias" under a precision cast): try those first.
+        # Names often survive export ("layers.0.bias", or under a module prefix): try those first.
         return sorted(same_size, key=lambda i: not (name == self.names[i] or name.endswith("." + self.names[i])))
 
     def derive(self, name: str, target: torch.Tensor) -> tuple[rm.Step, ...] | None:

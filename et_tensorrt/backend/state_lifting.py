@@ -75,9 +75,9 @@ class State:
         return self.initial.numel() * self.initial.element_size()
 
 
-def find_states(ep: ExportedProgram, in_place_allowed: str = "") -> list[State]:
-    """One State per BUFFER_MUTATION of ``ep``. ``in_place_allowed``: "" when in-place updates may be used,
-    else why none is (e.g. a precision that casts the engine's inputs)."""
+def find_states(ep: ExportedProgram) -> list[State]:
+    """One State per BUFFER_MUTATION of ``ep``, in the dtype ``ep`` holds it (the engine's precision: a partition
+    lowered with fp16/bf16 arrives rewritten into it, backend/precision.py)."""
     signature = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
     output = next(n for n in ep.graph.nodes if n.op == "output")
@@ -101,9 +101,7 @@ def find_states(ep: ExportedProgram, in_place_allowed: str = "") -> list[State]:
             in_place=False,
         )
         site = _cache_write(value, placeholder)
-        if in_place_allowed:
-            state.reason = in_place_allowed
-        elif isinstance(site, str):
+        if isinstance(site, str):
             state.reason = site
         else:
             state.positions, state.update = site

@@ -202,7 +202,8 @@ def _check_aliases(network, export: OnnxExport, t, flavour) -> None:
         if made.get(output) != cache:
             raise EngineBuildError(
                 f"TensorRT ({flavour.name} {flavour.version}) did not make the state write {output!r} a KV-cache "
-                f"update of its input {cache!r} (its ONNX TensorScatter); lower with precision fp32 or report the model"
+                f"update of its input {cache!r} (its ONNX TensorScatter); lower with own_mutable_buffers=False or "
+                "report the model"
             )
 
 

@@ -39,7 +39,6 @@ logger = logging.getLogger("et_tensorrt")
 
 # onnxscript's input size limit for constant folding (elements): larger inputs are "large"
 _FOLD_INPUT_LIMIT = 8192
-LOW_PRECISION = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 @dataclass
@@ -138,73 +137,21 @@ def example_inputs(infos: list[TensorInfo]) -> tuple:
     )
 
 
-def _cast_copy(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
-    """A copy of ``module`` with its float32 parameters and buffers cast to ``dtype``: each cast made once from
-    the original (no float32 copy first), every other tensor shared (a model already in ``dtype`` costs nothing)."""
-    import copy
+class _Flat(torch.nn.Module):
+    """``inner`` called with the partition's inputs as they come (what a re-trace exports)."""
 
-    memo = {}
-    for t in (*module.parameters(), *module.buffers()):
-        if t.dtype != torch.float32:
-            memo[id(t)] = t
-        elif isinstance(t, torch.nn.Parameter):
-            memo[id(t)] = torch.nn.Parameter(t.detach().to(dtype), requires_grad=False)
-        else:
-            memo[id(t)] = t.to(dtype)
-    return copy.deepcopy(module, memo).to(dtype)
-
-
-class _Cast(torch.nn.Module):
-    """Run ``inner`` in a lower float precision; I/O keeps the partition's dtypes."""
-
-    def __init__(self, inner: torch.nn.Module, dtype: torch.dtype | None, out_dtypes=None):
+    def __init__(self, inner: torch.nn.Module):
         super().__init__()
-        self.out_dtypes = list(out_dtypes) if out_dtypes is not None else None
-        if dtype is not None:  # ep.module() shares its parameters with the program: cast a copy
-            inner = _cast_copy(inner, dtype)
         self.inner = inner
-        self.dtype = dtype
-        if dtype is not None and isinstance(inner, torch.fx.GraphModule):
-            # Lifted constants come back as plain tensor attributes, which Module.to() does not touch.
-            for node in inner.graph.nodes:
-                if node.op != "get_attr":
-                    continue
-                owner, _, attr = node.target.rpartition(".")
-                mod = inner.get_submodule(owner) if owner else inner
-                value = getattr(mod, attr, None)
-                if (
-                    isinstance(value, torch.Tensor)
-                    and value.dtype == torch.float32
-                    and not isinstance(value, torch.nn.Parameter)
-                ):
-                    if attr in mod._buffers:
-                        mod._buffers[attr] = value.to(dtype)
-                    else:
-                        setattr(mod, attr, value.to(dtype))
 
     def forward(self, *args):
-        if self.dtype is None:
-            return self.inner(*args)
-        cast = [a.to(self.dtype) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args]
-        outs = self.inner(*cast)
-        single = not isinstance(outs, (tuple, list))
-        outs = (outs,) if single else tuple(outs)
-        # each result back in the partition's own dtype (float32 from a float32 model; an fp16 model's stay fp16)
-        dtypes = self.out_dtypes or [torch.float32] * len(outs)
-        outs = tuple(o.to(d) if d is not None and o.dtype == self.dtype != d else o for o, d in zip(outs, dtypes))
-        return outs[0] if single else outs
+        return self.inner(*args)
 
 
-def with_precision(
-    ep: ExportedProgram, precision: str, inputs: list[TensorInfo], profile: dict, retrace: bool = False
-) -> ExportedProgram:
-    """``inputs``: the infos of ``ep``'s user inputs, in order."""
-    """fp32: ``ep`` itself (re-traced when ``retrace``). fp16/bf16: re-export with the weights and compute
-    cast (TRT-RTX is strongly typed, so the ONNX tensor types decide the engine's precision)."""
-    if precision == "fp32" and not retrace:
-        return ep
-    out_dtypes = [o.meta["val"].dtype if isinstance(o, torch.fx.Node) else None for o in user_output_nodes(ep)]
-    module = _Cast(ep.module(), LOW_PRECISION.get(precision), out_dtypes)
+def retraced(ep: ExportedProgram, inputs: list[TensorInfo], profile: dict) -> ExportedProgram:
+    """``ep`` traced again with ``torch.export`` (its dynamic dims kept); ``inputs``: the infos of its user inputs,
+    in order. The engine's precision is already the program's (backend/precision.py): nothing is cast here."""
+    module = _Flat(ep.module())
     names = {}
     dyn = []
     for node, info in zip(user_input_nodes(ep), inputs):
@@ -234,7 +181,7 @@ def with_precision(
         for info in inputs
     )
     dynamic = any(spec for spec in dyn)
-    # _Cast.forward(*args): torch.export sees one input, the tuple of the partition's inputs.
+    # _Flat.forward(*args): torch.export sees one input, the tuple of the partition's inputs.
     return torch.export.export(module, args, dynamic_shapes=(tuple(dyn),) if dynamic else None, strict=False)
 
 
@@ -340,14 +287,14 @@ def optimize(model) -> None:
 
 def export_onnx(
     ep: ExportedProgram,
-    precision: str = "fp32",
     max_factor: int = 2,
     dynamic_dims: dict[str, DynamicDim] | None = None,
     external_threshold: int | None = None,
 ) -> OnnxExport:
-    """``ep``: the partition as an aten program; its user inputs are the delegate's arguments. Initializers of at
-    least ``external_threshold`` bytes (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the
-    protobuf, held in the export (builder/onnx_weights.py)."""
+    """``ep``: the partition as an aten program, in the engine's precision (backend/precision.py: nothing is cast
+    here); its user inputs are the delegate's arguments. Initializers of at least ``external_threshold`` bytes
+    (default ``onnx_weights.DEFAULT_THRESHOLD``; 0: all) stay out of the protobuf, held in the export
+    (builder/onnx_weights.py)."""
     import time
 
     import onnx
@@ -370,7 +317,7 @@ def export_onnx(
         # bookkeeping (data-dependent ops such as nonzero) that the exporter's re-decomposition trips on;
         # re-tracing it with torch.export gives a clean program computing the same thing.
         try:
-            target = with_precision(ep, precision, engine_inputs, profile, retrace=retrace)
+            target = retraced(ep, engine_inputs, profile) if retrace else ep
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 program = torch.onnx.export(
@@ -386,7 +333,7 @@ def export_onnx(
             quant_ops.pack_int4_weights(program.model)
             break
         except Exception as exc:  # noqa: BLE001
-            if retrace or precision != "fp32":
+            if retrace:
                 raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
             logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
     exported_values = list(program.model.graph.initializers.values())  # before the optimizer replaces some

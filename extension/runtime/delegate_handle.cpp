@@ -79,7 +79,8 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
   for (const StateEntry& e : blob_.states) {
     const bool in_place =
         !updates.contains(e.name.c_str()) || updates[e.name.c_str()].cast<std::string>() == "in place";
-    states_.push_back({e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes), e.methods});
+    states_.push_back(
+        {e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes), e.dtype, e.methods});
   }
   // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
   if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {

@@ -71,7 +71,8 @@ struct StatePlacement {
   EtDevice device{EtDeviceType::CPU, 0};
   bool in_place = true;
   size_t bytes = 0;
-  std::vector<std::string> methods;  // the program's methods that bind this same buffer; empty: this one only
+  EtScalarType dtype = EtScalarType::Float;  // as stored (blob STATE): the engine's precision for a float state
+  std::vector<std::string> methods;          // the program's methods that bind this same buffer; empty: this one only
 };
 
 struct PlacementPlan {

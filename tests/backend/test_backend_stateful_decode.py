@@ -17,20 +17,24 @@ from et_tensorrt import Runner
 from et_tensorrt.errors import RunnerError
 from et_tensorrt.format.blob import read_blob
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
+from et_tensorrt.parity import for_precision
 from et_tensorrt.testing import decoders
 
 TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
 TOLERANCE = 1e-4  # fp32 engines against eager fp32
 
 
-@pytest.fixture(scope="module", params=["hf_llama", "executorch_llama", "executorch_llama_dynamic"])
+MAKERS = {
+    "hf_llama": decoders.hf_llama,
+    "executorch_llama": decoders.executorch_llama,
+    "executorch_llama_dynamic": lambda **kw: decoders.executorch_llama(dynamic=True, **kw),
+}
+HALF = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@pytest.fixture(scope="module", params=list(MAKERS))
 def lowered(request):
-    make = {
-        "hf_llama": decoders.hf_llama,
-        "executorch_llama": decoders.executorch_llama,
-        "executorch_llama_dynamic": lambda: decoders.executorch_llama(dynamic=True),
-    }[request.param]
-    decoder = make()
+    decoder = MAKERS[request.param]()
     pte = et_tensorrt.lower(decoder.program)
     return decoder, pte, et_tensorrt.lower.last_report
 
@@ -116,3 +120,48 @@ def test_half_precision_caches_are_updated_in_place(dtype):
     steps = decoders.decode(decoder, pte, TOKENS[:6])
     assert max(s.max_error for s in steps) <= 0.05  # half precision against half-precision eager
     assert all(s.state_bytes == 0 for s in steps)
+
+
+@pytest.fixture(scope="module", params=[(m, p) for m in MAKERS for p in HALF], ids="-".join)
+def half(request):
+    """An fp32 decoder (one layer) lowered with precision fp16 / bf16."""
+    name, precision = request.param
+    decoder = MAKERS[name](layers=1)
+    pte = et_tensorrt.lower(decoder.program, precision=precision)
+    return decoder, pte, precision, et_tensorrt.lower.last_report
+
+
+def test_fp32_decoder_in_half_precision_decodes_with_its_cache_in_place(half):
+    decoder, pte, precision, report = half
+    assert len(report.partitions) == 1 and not report.host_nodes, str(report)
+    (blob,) = [read_blob(b) for b in delegate_blobs(pte)]
+    caches = [e for e in blob.states if "cache" in e.name]
+    assert caches and all(e.in_place and e.dtype == HALF[precision] for e in caches)
+    assert sum(e.nbytes for e in caches) == decoder.cache_bytes // 2  # the fp32 cache's bytes, halved
+    fp32_weights = sum(t.numel() * 4 for t in decoder.program.state_dict.values() if t.dtype == torch.float32)
+    assert sum(w.nbytes for w in blob.weights) < 0.55 * (fp32_weights - decoder.cache_bytes)  # weights cast once
+    steps = decoders.decode(decoder, pte, TOKENS, prompt=3)
+    assert len(steps) >= 16
+    assert max(s.max_error for s in steps) <= for_precision(precision).atol  # against fp32 eager
+    logits = decoders.VOCAB * 4  # the logits stay float32 at the delegate boundary
+    for step in steps:
+        assert step.bytes_moved <= 2 * logits * step.tokens + 256, step.plans
+        states = [s for s in step.plans[0].states if "cache" in s.name]
+        assert all(s.update == "in place" and s.bytes == 0 and s.dtype == HALF[precision] for s in states)
+
+
+def test_half_precision_reset_restores_the_initial_cache(half):
+    """A call at position 1 reads the cache row at 0: the previous sequence's after a call there, the initial
+    (zero) contents after ``reset()``, as in a fresh Runner."""
+    decoder, pte, _, _ = half
+    runner = Runner(pte)
+
+    def at_one(r):
+        return r.run(decoders._flat(decoder.inputs([5], 1)))[0].clone()
+
+    runner.run(decoders._flat(decoder.inputs([3], 0)))
+    continued = at_one(runner)
+    runner.reset()
+    restored = at_one(runner)
+    torch.testing.assert_close(restored, at_one(Runner(pte)), rtol=0, atol=TOLERANCE)
+    assert float((restored - continued).abs().max()) > 10 * TOLERANCE  # the row at 0 is read

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from et_tensorrt import lower
+from et_tensorrt.backend.precision import in_precision
 from et_tensorrt.backend.refit_derivation import (
     derive_refit_map,
     onnx_initializers,
@@ -125,7 +126,8 @@ def _partition(model, precision="fp32"):
     from et_tensorrt.builder.edge_to_aten import edge_to_aten
 
     ep = edge_to_aten(to_edge(torch.export.export(model, (X,))).exported_program())
-    return ep, export_onnx(ep, precision), program_weights(ep)
+    # the export in that precision, derived from the program's float32 weights (CAST steps)
+    return ep, export_onnx(in_precision(ep, precision)), program_weights(ep)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])

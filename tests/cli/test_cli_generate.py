@@ -15,15 +15,19 @@ pytest.importorskip("tokenizers")
 
 
 @pytest.fixture(scope="module")
-def llm(tmp_path_factory):
+def llm_export(tmp_path_factory):
+    """(folder, tokenizer, export, methods): ``export()`` is ExecuTorch's default LLM export (enable_dynamic_shape),
+    one program per lowering."""
     folder = tmp_path_factory.mktemp("llm")
     tokenizer = folder / "tokenizer.json"
     vocab = decoders.byte_level_tokenizer(tokenizer)
     methods = llm_methods(max_seq_len=decoders.MAX_CONTEXT, vocab_size=vocab, bos_id=0, eos_ids=[1])
+    return folder, tokenizer, lambda: decoders.executorch_llama(dynamic=True, vocab=vocab).program, methods
 
-    def export():  # ExecuTorch's default LLM export (enable_dynamic_shape); one program per lowering
-        return decoders.executorch_llama(dynamic=True, vocab=vocab).program
 
+@pytest.fixture(scope="module")
+def llm(llm_export):
+    folder, tokenizer, export, methods = llm_export
     ours = folder / "et_tensorrt.pte"
     ours.write_bytes(et_tensorrt.lower(export(), constant_methods=methods))
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -48,6 +52,26 @@ def test_same_text_as_xnnpack_then_continued_then_reset(llm):
         assert again.text == first.text  # a reset sequence decodes as the first did
         texts[name] = (first.text, more.text)
     assert texts["et_tensorrt"] == texts["xnnpack"]
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_fp32_program_in_half_precision_writes_the_same_text(llm, llm_export, precision, tmp_path):
+    """Lowered from fp32 with precision fp16/bf16 (its KV cache in that precision, in the delegate), TextLLMRunner
+    writes what the fp32 lowering writes: 16 tokens greedy, continued, and again after a reset."""
+    ours, _, tokenizer = llm
+    folder, _, export, methods = llm_export
+    half = tmp_path / f"{precision}.pte"
+    half.write_bytes(et_tensorrt.lower(export(), constant_methods=methods, precision=precision))
+    texts = []
+    for pte in (ours, half):
+        generator = TextGenerator(pte, tokenizer)
+        first = generator.generate("the cat", max_new_tokens=17)  # the prompt's call yields the first of them
+        assert first.generated_tokens >= 16
+        more = generator.generate(" sat on", max_new_tokens=4)
+        generator.reset()
+        assert generator.generate("the cat", max_new_tokens=17).text == first.text
+        texts.append((first.text, more.text))
+    assert texts[1] == texts[0]
 
 
 def test_cli_generate(llm, run_cli):

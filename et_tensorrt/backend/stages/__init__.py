@@ -12,7 +12,9 @@ options         yes       compile_specs                               options, b
 to_aten         yes       edge_program                                recorded, aten_ep (on the host)
 legalize_quant  yes       aten_ep, build.strict_quantization          aten_ep (quantization legalized),
                                                                       quantization
-lift_state      yes       aten_ep, build.precision                    states, engine_ep (backend/state_lifting.py)
+cast_precision  yes       aten_ep, build.precision                    aten_ep (in the engine's precision:
+                                                                      backend/precision.py)
+lift_state      yes       aten_ep                                     states, engine_ep (backend/state_lifting.py)
 metadata        yes       build, settings, device, n_nodes,           metadata (toolchain, precision, ...)
                           quantization
 cache_lookup    yes       aten_ep, engine_ep, recorded, states,       program, program_error, key, entry,
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 from et_tensorrt.backend.stages import (
     build,
     cache_lookup,
+    cast_precision,
     embed,
     legalize_quant,
     lift_state,
@@ -70,6 +73,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("options", options.run, on_cache_hit=True),
     Stage("to_aten", to_aten.run, on_cache_hit=True),
     Stage("legalize_quant", legalize_quant.run, on_cache_hit=True),
+    Stage("cast_precision", cast_precision.run, on_cache_hit=True),
     Stage("lift_state", lift_state.run, on_cache_hit=True),
     Stage("metadata", metadata.run, on_cache_hit=True),
     Stage("cache_lookup", cache_lookup.run, on_cache_hit=True),

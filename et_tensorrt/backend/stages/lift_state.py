@@ -9,7 +9,5 @@ from et_tensorrt.backend.state_lifting import engine_program, find_states
 
 
 def run(job: PartitionJob) -> None:
-    precision = job.build.precision
-    in_place = "" if precision == "fp32" else f"in-place writes need an fp32 engine ({precision} casts its inputs)"
-    job.states = find_states(job.aten_ep, in_place)
+    job.states = find_states(job.aten_ep)
     job.engine_ep = engine_program(job.aten_ep, job.states)

@@ -33,7 +33,7 @@ def export_program(job: PartitionJob) -> OnnxExport:
     """The ONNX export of the engine program, its trailing inputs and outputs named as the states' bindings,
     its I/O devices those the partition recorded."""
     states = job.states
-    export = export_onnx(job.engine_ep, job.build.precision, job.build.unbounded_max_factor, job.dynamic_dims)
+    export = export_onnx(job.engine_ep, job.build.unbounded_max_factor, job.dynamic_dims)
     export.state_count = len(states)
     n_in, n_out = len(export.inputs) - len(states), len(export.outputs) - len(states)
     for i, state in enumerate(states):
