@@ -12,7 +12,8 @@ builds ``prefill``'s engine only and lets ``decode``'s delegate run it too, when
   order, as both index the blob's WEIGHTS;
 * their programs agree when run: PyTorch runs both on the same random arguments of ``decode``'s shapes, from the
   same random states, for several consecutive calls with the states carried over, and every result and new state
-  is equal within the engine precision's tolerance. (Structure alone cannot prove it: the two exports trace different Python paths.)
+  is equal within the engine precision's tolerance. (Structure alone cannot prove it: the two exports trace
+  different Python paths.)
 
 The engine's bytes are then named data under one key (stored once; without named data each blob still carries a
 copy), each method's blob keeps its own I/O table (``decode``'s static shapes, bound by the engine's names), its
