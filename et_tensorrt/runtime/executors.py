@@ -174,7 +174,11 @@ class TensorRTExecutor:
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
         self._held = state.acquire(blob.states, device, *scope)  # a shared state is the loaded program's
         self.state = self._held.tensors
-        self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
+        try:
+            self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
+        except BaseException:
+            self._held.close()  # no executor, no hold on the program's states
+            raise
         self.state_updates = {b.name: b.update for b in self._states}
 
     engine_key = None  # the program's shared engine this executor holds (tensorrt_executor)
