@@ -17,8 +17,9 @@ from et_tensorrt.testing import Tester
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _zoo(row: str):
+def _zoo(row: str, monkeypatch):
     pytest.importorskip("transformers")
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # bench_models imports its folder's bench_common
     spec = importlib.util.spec_from_file_location("_bench_models_half", ROOT / "scripts" / "bench_models.py")
     bench = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # its dataclasses look it up
     spec.loader.exec_module(bench)
@@ -27,7 +28,7 @@ def _zoo(row: str):
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 @pytest.mark.parametrize("row", ["bert", "llama"])
-def test_fp32_zoo_model_in_half_precision_is_one_engine_within_tolerance(row, precision):
-    zoo = _zoo(row)
+def test_fp32_zoo_model_in_half_precision_is_one_engine_within_tolerance(row, precision, monkeypatch):
+    zoo = _zoo(row, monkeypatch)
     tester = Tester(zoo.model, zoo.inputs).lower(precision=precision).check_partitions(1).check_delegated_all()
     tester.run_runner().check_parity(tolerances=for_precision(precision))
