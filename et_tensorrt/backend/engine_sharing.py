@@ -3,7 +3,7 @@
 An LLM exported as ``prefill`` (a prompt of 1..S tokens, a dynamic length) and ``decode`` (one token) is one
 network twice: same weights, same caches, same arguments; only ``decode``'s shapes are fixed. Two engines would
 store the network's code and weights twice (most of a TensorRT engine's bytes), so ``preprocess_multimethod``
-builds ``prefill``'s engine only and lets ``decode``'s delegate run it too, when :func:`donor_for` finds that:
+builds ``prefill``'s engine only and lets ``decode``'s delegate run it too, when :func:`take_engine` finds that:
 
 * the two partitions have the same build options, the same states (name, dtype, shape) and the same arguments and
   results (kind, dtype, rank; arguments matched one to one, as two exports may order them differently), and the
@@ -159,27 +159,27 @@ def _disagreement(job: PartitionJob, donor: PartitionJob, arguments: OnnxExport)
     return ""
 
 
-def donor_for(job: PartitionJob, built: list[PartitionJob]) -> PartitionJob | None:
-    """The partition of another method whose engine ``job`` can run (the module doc), or None; the reason for
-    each one refused is logged."""
+def take_engine(job: PartitionJob, built: list[PartitionJob]) -> bool:
+    """Whether ``job`` runs the engine of another method's partition in ``built`` (the module doc), which it then
+    takes (:func:`_share`); the reason for each one refused is logged."""
     candidates = [d for d in built if d.method != job.method and d.engine is not None]
     if not candidates or job.engine_ep is None:
-        return None
+        return False
     job.program, job.program_error = _program(job.aten_ep)
     arguments = _arguments(job)
     for donor in candidates:
         why = _mismatch(job, donor, arguments) or _disagreement(job, donor, arguments)
         if not why:
-            return donor
+            _share(job, donor, arguments)
+            return True
         logger.info("%s (%s): not sharing %s's engine (%s): %s", job.label, job.method, donor.method, donor.label, why)
-    return None
+    return False
 
 
-def share(job: PartitionJob, donor: PartitionJob) -> None:
+def _share(job: PartitionJob, donor: PartitionJob, arguments: OnnxExport) -> None:
     """``job`` takes ``donor``'s engine (in place of stages cache_lookup .. build): its I/O table is its own shapes
     under the engine's binding names, its states bound to the engine's, its embedded program its own."""
     job.program_error = _checked(job.program, job.program_error)
-    arguments = _arguments(job)
     engine_inputs, engine_outputs = _engine_io(donor)
     for info, j in zip(arguments.delegate_inputs, _matching(arguments, engine_inputs)):
         info.name = engine_inputs[j].name  # the engine's binding name (a size the engine derives stays "")

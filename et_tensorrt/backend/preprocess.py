@@ -32,7 +32,7 @@ from et_tensorrt.backend import engine_sharing
 from et_tensorrt.backend.stages import STAGES
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, record_exports, stats
 from et_tensorrt.backend.stages.serialize import state_table
-from et_tensorrt.backend.state_sharing import owned_buffers, program_marker, shared_states
+from et_tensorrt.backend.state_sharing import program_marker, shared_states
 
 __all__ = [
     "PARTITION_COUNT",
@@ -83,7 +83,7 @@ class EtTensorRTBackend(BackendDetails):
         # Methods with dynamic shapes first (a prefill): their engines hold the fixed shapes of the others.
         for method in sorted(edge_programs, key=lambda m: not any(map(_dynamic, edge_programs[m]))):
             for i, (program, specs) in enumerate(zip(edge_programs[method], compile_specs[method])):
-                mine = set(owned_buffers(program, method))
+                mine = set(program.graph_signature.buffers_to_mutate.values())
                 job = PartitionJob(program, specs, method=method)
                 job.shared_states = {name: methods for name, methods in shared.items() if name in mine}
                 job.program_marker = marker if job.shared_states else None
@@ -104,16 +104,14 @@ def _dynamic(program: ExportedProgram) -> bool:
 def _run(job: PartitionJob, built: list[PartitionJob] = ()) -> PreprocessResult:
     """One partition through the stages; ``built``: other methods' partitions, whose engine it runs where it
     computes the same (backend/engine_sharing.py): it then builds none of its own."""
-    donor = None
+    shares = False  # runs another method's engine: builds none of its own
     for stage in STAGES:
         if job.from_cache and not stage.on_cache_hit:
             continue  # served from the build cache: no ONNX export, validation or build
-        if donor is not None and stage.name in engine_sharing.SKIPPED:
+        if shares and stage.name in engine_sharing.SKIPPED:
             continue
         with progress.step(lambda: job.label or "partition", stage.name):  # et_tensorrt.progress
             stage.run(job)
         if stage.name == "metadata" and built and job.build.share_engines:
-            donor = engine_sharing.donor_for(job, built)
-            if donor is not None:
-                engine_sharing.share(job, donor)
+            shares = engine_sharing.take_engine(job, built)
     return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)

@@ -177,7 +177,7 @@ def decode(
 
     prefill, single = methods or ("forward", "forward")
     several = decoder.prompt_tokens or methods is not None
-    if callable(pte) and not isinstance(pte, (bytes, Runner)):
+    if callable(pte):  # ExecuTorch's own runtime, or any (inputs, method) -> outputs
         run, plans_of = pte, lambda: []
     else:
         runner = pte if isinstance(pte, Runner) else Runner(pte)
