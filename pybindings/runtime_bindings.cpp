@@ -225,16 +225,17 @@ void bind_runtime(py::module_& m) {
       "plan_placement",
       [](const py::buffer& blob_bytes, const std::vector<std::variant<TensorDescriptor, int64_t>>& inputs,
          const std::vector<TensorDescriptor>& outputs, const c10::Device& execution_device, const std::string& executor,
-         bool writes_in_place) {
+         bool writes_in_place, bool reads_in_place, const std::string& fixed_addresses) {
         py::buffer_info info;
         const std::string_view bytes = bytes_view(blob_bytes, info);
         const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
         return std::make_shared<PlacementPlan>(plan_placement(argument_infos(inputs), argument_infos(outputs), blob,
                                                               torch_to_executorch_device(execution_device), executor,
-                                                              writes_in_place));
+                                                              writes_in_place, reads_in_place, fixed_addresses));
       },
       py::arg("blob"), py::arg("inputs"), py::arg("outputs"), py::arg("execution_device"),
-      py::arg("executor") = "tensorrt", py::arg("writes_in_place") = true,
+      py::arg("executor") = "tensorrt", py::arg("writes_in_place") = true, py::arg("reads_in_place") = true,
+      py::arg("fixed_addresses") = "",
       "The plan the delegate would compute for these arguments: descriptors, and ints for size arguments "
       "(moves no data).");
 

@@ -69,6 +69,10 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
   }
   execution_device_ = choice_.device;
   writes_in_place_ = executor_.attr("writes_in_place").cast<bool>();
+  if (py::hasattr(executor_, "fixed_addresses")) {  // a replayed CUDA graph: reads and writes where it was captured
+    fixed_addresses_ = executor_.attr("fixed_addresses").cast<std::string>();
+    reads_in_place_ = fixed_addresses_.empty();
+  }
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
   if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
@@ -164,8 +168,9 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
     }
     (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
   }
-  auto plan = std::make_shared<PlacementPlan>(
-      plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor, writes_in_place_));
+  auto plan =
+      std::make_shared<PlacementPlan>(plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor,
+                                                     writes_in_place_, reads_in_place_, fixed_addresses_));
   plan->executor_detail = executor_detail_;
   plan->executor_reason = choice_.reason;
   plan->engine_origin = choice_.engine_origin;

@@ -79,6 +79,8 @@ class DelegateHandle {
   ExecutorChoice choice_;  // which executor, where, why (copied into every plan)
   std::string executor_detail_;
   bool writes_in_place_ = false;
+  bool reads_in_place_ = true;          // false: the executor reads fixed addresses (a CUDA graph); inputs are staged
+  std::string fixed_addresses_;         // why it does (the executor's `fixed_addresses`), said in the plan
   std::vector<StatePlacement> states_;  // the state the executor owns (blob STATE), copied into every plan
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state

@@ -78,7 +78,8 @@ TensorPlacement place_size(const ArgumentInfo& t, const IoEntry& e, size_t index
   return p;
 }
 
-TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok) {
+TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtDevice exec, bool in_place_ok,
+                      const std::string& fixed_addresses) {
   if (e.is_size()) {
     return place_size(t, e, index);
   }
@@ -135,9 +136,15 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
     p.bytes = t.nbytes;
     return p;
   }
+  if (input && !in_place_ok) {
+    p.action = Placement::CopyFixed;
+    p.reason += fixed_addresses;
+    p.bytes = t.nbytes;
+    return p;
+  }
   if (!input && !in_place_ok) {
     p.action = Placement::CopyResult;
-    p.reason += "the PyTorch executor allocates its results";
+    p.reason += fixed_addresses.empty() ? "the PyTorch executor allocates its results" : fixed_addresses;
     p.bytes = t.nbytes;
     return p;
   }
@@ -191,6 +198,8 @@ const char* placement_name(Placement p) {
       return "copy layout";
     case Placement::CopyResult:
       return "copy result";
+    case Placement::CopyFixed:
+      return "copy fixed";
     case Placement::Value:
       return "value";
     case Placement::Reject:
@@ -271,7 +280,8 @@ std::string PlacementPlan::repr() const {
 
 PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std::vector<ArgumentInfo>& outputs,
                              const DelegateBlob& blob, EtDevice execution_device, const std::string& executor,
-                             bool executor_writes_in_place) {
+                             bool executor_writes_in_place, bool executor_reads_in_place,
+                             const std::string& fixed_addresses) {
   if (inputs.size() != blob.inputs.size() || outputs.size() != blob.outputs.size()) {
     throw PlacementCountError("the delegate was called with " + std::to_string(inputs.size()) + " inputs and " +
                               std::to_string(outputs.size()) + " outputs, but its engine has " +
@@ -281,10 +291,12 @@ PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std:
   plan.execution_device = execution_device;
   plan.executor = executor;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    plan.inputs.push_back(place(inputs[i], blob.inputs[i], i, execution_device, true));
+    plan.inputs.push_back(
+        place(inputs[i], blob.inputs[i], i, execution_device, executor_reads_in_place, fixed_addresses));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    plan.outputs.push_back(place(outputs[i], blob.outputs[i], i, execution_device, executor_writes_in_place));
+    plan.outputs.push_back(
+        place(outputs[i], blob.outputs[i], i, execution_device, executor_writes_in_place, fixed_addresses));
   }
   return plan;
 }

@@ -22,6 +22,7 @@ enum class Placement : uint8_t {
   CopyDeviceToHost,    // results written on the device, returned into host memory ExecuTorch planned
   CopyLayout,          // same device, but a layout (dim order) the engine cannot read in place
   CopyResult,          // the executor allocates its own results (PyTorch executor); copied into place
+  CopyFixed,           // into a reused buffer: the executor reads fixed addresses (a replayed CUDA graph)
   Value,               // a size argument: an integer handed to the executor by value (no memory)
   Reject,
   // At the method boundary, made by ExecuTorch or the runner, not by a delegate (see runner/method_plan.h):
@@ -97,10 +98,13 @@ struct PlacementPlan {
 };
 
 // `executor_writes_in_place`: the executor can write into caller-provided output memory (TensorRT).
+// `executor_reads_in_place` false: it reads its inputs only at fixed addresses (a replayed CUDA graph), so each
+// is copied into a reused buffer; `fixed_addresses` says why, for inputs and for results it copies.
 // Throws PlacementCountError when the argument counts do not match the I/O table.
 PlacementPlan plan_placement(const std::vector<ArgumentInfo>& inputs, const std::vector<ArgumentInfo>& outputs,
                              const DelegateBlob& blob, EtDevice execution_device, const std::string& executor,
-                             bool executor_writes_in_place);
+                             bool executor_writes_in_place, bool executor_reads_in_place = true,
+                             const std::string& fixed_addresses = "");
 
 struct PlacementCountError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
