@@ -38,6 +38,8 @@ DEVICE_BUILD = "et_tensorrt.device_build"  # b"1" | b"0": a RECIPE in each blob,
 STRICT_QUANTIZATION = "et_tensorrt.strict_quantization"
 # b"1" | b"0": a method whose partition computes what another method's engine does runs that engine (one copy)
 SHARE_ENGINES = "et_tensorrt.share_engines"
+# b"1" | b"0": on a CUDA device, each call is replayed as a CUDA graph once its shapes repeat (runtime/cuda_graph.py)
+CUDA_GRAPH = "et_tensorrt.cuda_graph"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.builder.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
@@ -248,6 +250,18 @@ class BuildOptions:
         _flag("share_engines"),
         _flag_text,
         shapes_engine=False,  # which engine a partition runs, not what an engine is
+    )
+
+    cuda_graph: bool = _option(
+        CUDA_GRAPH,
+        False,
+        "on a CUDA device, replay each call as a CUDA graph once its shapes repeat: one launch instead of one per "
+        "kernel, for a decode step (ExecuTorch's CUDA backend: enable_cuda_graph_for_method). Its inputs are "
+        "copied into fixed buffers and its results out of them; lower(methods, cuda_graph='decode') sets it for "
+        "one method; ET_TENSORRT_CUDA_GRAPH=on|off overrides it at run time",
+        _flag("cuda_graph"),
+        _flag_text,
+        shapes_engine=False,  # how a delegate calls its engine, not what the engine is
     )
 
     def __post_init__(self) -> None:

@@ -98,8 +98,9 @@ def lower_program(
 
     from . import progress as steps
 
-    partitioner_options, build = _split_options(options, build_options)
     methods = isinstance(model, Mapping)
+    graphed = _graphed_methods(options, model if methods else {"": None})  # "": the one method, forward
+    partitioner_options, build = _split_options(options, build_options)
     if methods:
         _check_methods(model, example_inputs, dynamic_shapes)
         if len(model) > 1 and build_options is None and "named_data" not in options:
@@ -110,7 +111,10 @@ def lower_program(
             "(or named_data='pte' for one program in memory)"
         )
     # One partitioner per method (each keeps its method's report), made now: its options are checked before any work.
-    partitioners = {name: _partitioner(partitioner_options, build) for name in (model if methods else [""])}
+    partitioners = {
+        name: _partitioner(partitioner_options, build if graphed is None else build.replace(cuda_graph=name in graphed))
+        for name in (model if methods else [""])
+    }
     with steps.reporting(progress):
         with steps.step("program", "export"):
             if methods:
@@ -132,6 +136,25 @@ def lower_program(
             )
     _forget_lowered_modules()
     return manager
+
+
+def _graphed_methods(options: dict, programs: Mapping) -> set[str] | None:
+    """``cuda_graph`` naming methods (``"decode"`` or a list of names): those methods' delegates replay as CUDA
+    graphs, the others not; taken out of ``options``. None: a bool (or absent), for every method alike."""
+    value = options.get("cuda_graph")
+    if value is None or isinstance(value, bool):
+        return None
+    names = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple, set)) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise OptionError(f"cuda_graph {value!r} is neither True/False nor method names")
+    unknown = sorted(set(names) - {name or "forward" for name in programs})
+    if unknown:
+        raise OptionError(
+            f"cuda_graph names {', '.join(map(repr, unknown))}, which the program does not have (its methods: "
+            f"{', '.join(name or 'forward' for name in programs)})"
+        )
+    del options["cuda_graph"]
+    return {"" if n == "forward" and "" in programs else n for n in names}
 
 
 def _check_methods(programs: Mapping, example_inputs, dynamic_shapes) -> None:

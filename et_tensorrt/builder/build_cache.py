@@ -53,6 +53,10 @@ DEFAULT_MAX_BYTES = 10 * 2**30
 FORMAT_VERSION = 3
 SUFFIX = ".etrc"
 LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (removed by clear())
+# TensorRT-RTX runtime caches (compiled kernels) the delegate keeps per engine and GPU (runtime/runtime_cache.py):
+# files of this folder, removed by clear() too.
+RUNTIME_FOLDER = "runtime"
+RUNTIME_SUFFIX = ".rtcache"
 _TEMP_PREFIX = ".tmp-"
 _STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 _STALE_HELD_SECONDS = 7 * 24 * 3600  # a held link this old belongs to a process that died (it holds no space
@@ -550,12 +554,19 @@ def total_bytes() -> int:
 
 
 def clear() -> tuple[int, int]:
-    """Removes every entry, legacy ``*.engine`` file and temp file; returns (files removed, bytes freed)."""
+    """Removes every entry, legacy ``*.engine`` file, temp file and TensorRT-RTX runtime cache; returns (files
+    removed, bytes freed)."""
     count = freed = 0
+    runtime = cache_dir() / RUNTIME_FOLDER
     with contextlib.suppress(OSError):
-        for name in os.listdir(cache_dir()):
-            path = cache_dir() / name
-            ours = name.endswith((SUFFIX, LEGACY_SUFFIX)) or name.startswith((_TEMP_PREFIX, HELD_PREFIX))
+        names = [(cache_dir(), n) for n in os.listdir(cache_dir())]
+        if runtime.is_dir():
+            names += [(runtime, n) for n in os.listdir(runtime)]
+        for folder, name in names:
+            path = folder / name
+            ours = name.endswith((SUFFIX, LEGACY_SUFFIX, RUNTIME_SUFFIX)) or name.startswith(
+                (_TEMP_PREFIX, HELD_PREFIX)
+            )
             if not ours or not path.is_file():
                 continue
             with contextlib.suppress(OSError):

@@ -19,10 +19,12 @@ loader (et_tensorrt.embedded_program): no pickle, no eval.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
 import threading
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,7 +34,7 @@ from ..embedded_program import load_program
 from ..errors import EngineRefusedError
 from ..format.blob import DEVICE_CUDA, NAMED_ENGINE, Blob, program_digest
 from ..format.dtypes import scalar_type_dtype
-from . import graph_program, shared, state
+from . import cuda_graph, graph_program, shared, state
 
 log = logging.getLogger("et_tensorrt")
 
@@ -151,11 +153,17 @@ class TensorRTExecutor:
     path = "TensorRT Python API"  # each call takes the GIL: no TensorRT C++ SDK can be installed here
     origin = ""  # where the engine came from: "" the blob's own; else device_build's "built here for sm90 ..."
 
-    def __init__(self, blob: Blob, device: torch.device, engine, scope: tuple[int, str] = (0, "")):
+    def __init__(
+        self, blob: Blob, device: torch.device, engine, scope: tuple[int, str] = (0, ""), runtime_cache_path=None
+    ):
+        from . import runtime_cache
+
         self.device = device
         self.reason = ""
         self._engine = engine
-        self._context = engine.create_execution_context()
+        # TensorRT-RTX compiles kernels at the first call of each shape: its runtime cache keeps them on disk.
+        self._context, self.runtime_cache = runtime_cache.execution_context(engine, runtime_cache_path)
+        self._saved_after_first_call = self.runtime_cache is None
         self._index = device.index or 0
         self._arguments = blob.inputs  # tensors and sizes, in the delegate's argument order
         self._output_names = [e.name for e in blob.outputs]
@@ -184,7 +192,11 @@ class TensorRTExecutor:
     engine_key = None  # the program's shared engine this executor holds (tensorrt_executor)
 
     def close(self) -> None:
-        """Lets go of the program's shared states and engine (the delegate calls it when its method goes)."""
+        """Lets go of the program's shared states and engine (the delegate calls it when its method goes), after
+        saving the kernels TensorRT-RTX compiled."""
+        if self.runtime_cache is not None:
+            self.runtime_cache.save()
+            self.runtime_cache = None
         self._held.close()
         if self.engine_key is not None:
             _engines.release(self.engine_key)
@@ -207,8 +219,14 @@ class TensorRTExecutor:
     def run(self, inputs, outputs):
         if torch.cuda.current_device() != self._index:
             with torch.cuda.device(self._index):
-                return self._run(inputs, outputs)
-        return self._run(inputs, outputs)
+                results = self._run(inputs, outputs)
+        else:
+            results = self._run(inputs, outputs)
+        if not self._saved_after_first_call and not torch.cuda.is_current_stream_capturing():
+            self._saved_after_first_call = True  # the first call compiled the kernels a next load would compile
+            torch.cuda.current_stream(self._index).synchronize()
+            self.runtime_cache.save()
+        return results
 
     def _run(self, inputs, outputs):
         context = self._context
@@ -465,14 +483,45 @@ def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | 
     except _NoEngine as e:
         return str(e)
     try:
-        executor = TensorRTExecutor(blob, device, engine, _scope(parsed))
+        cache = _runtime_cache_path(blob, origin, device) if hasattr(engine, "create_runtime_config") else None
+        executor = TensorRTExecutor(blob, device, engine, _scope(parsed), cache)
     except BaseException:
         if key:
             _engines.release(key)
         raise
     executor.origin = origin
     executor.engine_key = key
-    return _recorded(executor, blob)
+    return _recorded(_graphed(executor, parsed), blob)
+
+
+def _runtime_cache_path(blob: Blob, origin: str, device: torch.device):
+    """Where this engine's TensorRT-RTX runtime cache is kept on this GPU (runtime_cache.py)."""
+    from . import runtime_cache
+
+    named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
+    engine = named[0] if named else f"crc32:{zlib.crc32(blob.engine):08x}" if blob.engine is not None else ""
+    built = "device-built" if origin else "ahead-of-time"  # a device-built engine is the recipe's, for this GPU
+    gpu = f"{torch.cuda.get_device_name(device)} sm{''.join(map(str, torch.cuda.get_device_capability(device)))}"
+    return runtime_cache.path_for(f"{engine}|{program_digest(blob)}|{built}", gpu)
+
+
+def _graphed(executor, parsed: dict):
+    """The executor, replayed as a CUDA graph where the partition was lowered with ``cuda_graph`` (or
+    ET_TENSORRT_CUDA_GRAPH says so) and it runs on a CUDA device (runtime/cuda_graph.py)."""
+    if executor.device.type != "cuda" or not cuda_graph.policy(_lowered_with_graph(parsed)):
+        return executor
+    return cuda_graph.GraphedExecutor(executor)
+
+
+def _lowered_with_graph(parsed: dict) -> bool:
+    """The blob's METADATA says ``cuda_graph`` (BuildOptions.cuda_graph); the runtime reads nothing else there."""
+    raw = parsed.get("metadata")
+    if raw is None:
+        return False
+    try:
+        return json.loads(bytes(raw).decode("utf-8")).get("cuda_graph") is True
+    except (ValueError, AttributeError):  # the reader checked its digest: only a foreign writer's text gets here
+        return False
 
 
 class _NoEngine(Exception):
@@ -484,7 +533,7 @@ def pytorch_executor(parsed: dict, device: torch.device, reason: str) -> PyTorch
     why not TensorRT."""
     blob = _blob(parsed)
     log.warning("et_tensorrt: partition runs with PyTorch on %s: %s", device, reason)
-    return _recorded(PyTorchExecutor(blob, device, reason, _scope(parsed)), blob)
+    return _recorded(_graphed(PyTorchExecutor(blob, device, reason, _scope(parsed)), parsed), blob)
 
 
 def create_executor(blob, cuda_devices: int | None = None, named_data=None):

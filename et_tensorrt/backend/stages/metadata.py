@@ -18,5 +18,7 @@ def run(job: PartitionJob) -> None:
         "nodes": job.n_nodes,
         "weights": job.build.weights,
     }
+    if job.build.cuda_graph:  # the one entry the runtime reads (runtime/executors.py)
+        job.metadata["cuda_graph"] = True
     if job.quantization is not None:
         job.metadata["quantization"] = job.quantization
