@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from et_tensorrt.errors import ProgramRefusedError
-from et_tensorrt.format.blob import Blob, WeightEntry
+from et_tensorrt.format.blob import Blob, WeightEntry, tensor_span
 
 from .graph_check import check_program
 
@@ -104,7 +104,7 @@ def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
         ref = blob.named_weight(index)
         source = named.get(ref.key) if ref is not None else blob.data
         if isinstance(source, torch.Tensor):
-            out.append(source)
+            out.append(_as_entry(source, entry))
             continue
         if entry.nbytes == 0:
             out.append(torch.empty_strided(entry.sizes, entry.strides, dtype=entry.dtype))
@@ -118,6 +118,15 @@ def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
             warnings.simplefilter("ignore", UserWarning)  # read-only memory: these views are never written
             out.append(torch.from_numpy(raw).view(entry.dtype).as_strided(entry.sizes, entry.strides))
     return out
+
+
+def _as_entry(tensor: torch.Tensor, entry: WeightEntry) -> torch.Tensor:
+    """``tensor`` seen as ``entry`` declares it. Named data is keyed by its bytes, so weights with the same bytes (a
+    constant-filled (128, 64) and (64, 128)) share one key and the tensor handed in may be the other's."""
+    if tensor.dtype == entry.dtype and tuple(tensor.shape) == tuple(entry.sizes) and tensor.stride() == entry.strides:
+        return tensor
+    raw = torch.from_numpy(tensor_span(tensor))  # the bytes named data holds: the storage span, in memory order
+    return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
 
 
 def _check_named(entry: WeightEntry, ref, data) -> None:

@@ -243,3 +243,18 @@ def test_a_weight_digest_is_its_bytes_computed_once_and_again_after_an_in_place_
     assert named_data.tensor_digest(weight.detach()) == first  # a view of the same storage: the same entry
     weight.add_(1)  # the version counter moves: the bytes are hashed again
     assert named_data.tensor_digest(weight) == hashlib.sha256(weight.numpy().tobytes()).digest() != first
+
+
+def test_weights_with_the_same_bytes_and_other_shapes_share_a_key_and_keep_their_shapes(_engine_cache_dir):
+    """Named data is keyed by bytes: a constant-filled (128, 64) and (64, 128) weight are one datum. Each is still
+    rebuilt in its own shape: a bf16 engine's transposed initializers verify, and the program runs."""
+    model = Mlp(width=64).to(torch.bfloat16).eval()
+    with torch.no_grad():
+        model.fc1.weight.fill_(0.5)
+        model.fc2.weight.fill_(0.5)
+    x = torch.randn(2, 64, dtype=torch.bfloat16)
+    pte = et_tensorrt.lower(torch.export.export(model, (x,)), min_block_size=1, named_data="pte")
+    (blob,) = [B.read_blob(b) for b in delegate_blobs(pte)]
+    keys = {blob.weights[n.index].name: n.key for n in blob.named if n.target == B.NAMED_WEIGHT}
+    assert keys["fc1.weight"] == keys["fc2.weight"]
+    torch.testing.assert_close(et_tensorrt.Runner(pte).run([x])[0], model(x), atol=0.05, rtol=0.05)
