@@ -26,9 +26,12 @@ token, static), as ExecuTorch's CUDA backend exports LLMs: decode's error after 
 program's bytes against the one-method program's, engines stored, the load (Runner and both methods' first calls)
 and the state the loaded program holds against what one state per method would hold.
 
+Then peak memory and load time of a larger llama's two methods, sharing one state, against the same methods as two
+programs, a state each (``--memory-only``: that table alone).
+
 Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
 
-    python scripts/bench_decode.py [--tokens 18] [--json out.json]
+    python scripts/bench_decode.py [--tokens 18] [--json out.json] [--memory-only]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 
@@ -166,6 +170,89 @@ def run_methods(make, tokens) -> MethodsRow:
     return row
 
 
+# Loads the program(s) given in a fresh process, runs a 4-token prefill and one decode, and prints the peak
+# resident memory it added over the imports and the time it took: a process of its own per variant, so no
+# allocator cache of another variant is counted.
+_MEMORY_PROBE = r"""
+import json, resource, sys, time
+import torch, et_tensorrt
+prefill_path, decode_path = sys.argv[1], sys.argv[2]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+began = time.perf_counter()
+prefill = et_tensorrt.Runner(prefill_path)
+decode = prefill if decode_path == prefill_path else et_tensorrt.Runner(decode_path)
+prefill.run([torch.tensor([[3, 5, 7, 11]]), torch.tensor([0])], method="prefill")
+decode.run([torch.tensor([[13]]), torch.tensor([4])], method="decode")
+seconds = time.perf_counter() - began
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"added_kib": peak - before, "seconds": seconds}))
+"""
+
+
+@dataclass
+class MemoryRow:
+    variant: str
+    files_bytes: int = 0
+    state_bytes: int = 0  # the caches the loaded program(s) hold
+    peak_added_mib: float = 0.0  # resident memory the load and the first prefill and decode added
+    load_ms: float = 0.0
+    error: str = ""
+
+
+def run_memory(folder: str) -> list[MemoryRow]:
+    """A larger ExecuTorch llama (8 layers, dim 256, a 2,048-token cache: 16 MiB of state) as one program of two
+    methods, whose methods share the cache, the engine and the weights, against the same two methods lowered as two
+    programs, each with its own (what a delegate per method held before the methods shared)."""
+    import subprocess
+
+    def decoder():  # made again for each lowering (the same weights): ExecuTorch lowers an exported llama once
+        return decoders.executorch_llama(dynamic=True, layers=8, dim=256, context=2048)
+
+    paths = {"shared": os.path.join(folder, "methods.pte")}
+    et_tensorrt.save(paths["shared"], decoders.prefill_decode(decoder()))
+    for name in ("prefill", "decode"):
+        paths[name] = os.path.join(folder, f"{name}.pte")
+        et_tensorrt.save(paths[name], {name: decoders.prefill_decode(decoder())[name]})
+    variants = {
+        "one program, two methods (state, engine, weights shared)": (paths["shared"], paths["shared"]),
+        "two programs, one method each (a state per method)": (paths["prefill"], paths["decode"]),
+    }
+    cache = decoder().cache_bytes
+    rows = []
+    for variant, (prefill, decode) in variants.items():
+        row = MemoryRow(variant, files_bytes=sum(os.path.getsize(p) for p in {prefill, decode}))
+        row.state_bytes = cache if prefill == decode else 2 * cache
+        done = subprocess.run(
+            [sys.executable, "-c", _MEMORY_PROBE, prefill, decode], capture_output=True, text=True, check=False
+        )
+        if done.returncode:
+            row.error = (done.stderr.strip().splitlines() or ["failed"])[-1][:300]
+        else:
+            probe = json.loads(done.stdout.strip().splitlines()[-1])
+            row.peak_added_mib, row.load_ms = probe["added_kib"] / 1024, probe["seconds"] * 1e3
+        rows.append(row)
+    return rows
+
+
+def memory_table() -> list[MemoryRow]:
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            memory = run_memory(folder)
+        except Exception as exc:  # noqa: BLE001
+            memory = [MemoryRow("both", error=f"{type(exc).__name__}: {exc}"[:300])]
+    print(
+        "\nPeak memory, shared vs per-method state (llama, 8 layers, dim 256, 2,048-token cache; fresh process each):\n"
+    )
+    print("| program | files B | state B held | peak resident added MiB | load + first prefill and decode ms |")
+    print("|---|---:|---:|---:|---:|")
+    for r in memory:
+        if r.error:
+            print(f"| {r.variant} | failed: {r.error} ||||")
+            continue
+        print(f"| {r.variant} | {r.files_bytes:,} | {r.state_bytes:,} | {r.peak_added_mib:.1f} | {r.load_ms:.0f} |")
+    return memory
+
+
 def llama_1b_projection() -> dict:
     """Llama-3.2-1B: 16 layers, 8 KV heads, head dim 64, context 2048, fp16 caches."""
     layers, kv_heads, head_dim, context, itemsize = 16, 8, 64, 2048, 2
@@ -178,8 +265,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=18)
     parser.add_argument("--json")
+    parser.add_argument("--memory-only", action="store_true", help="only the shared vs per-method memory table")
     args = parser.parse_args()
     tokens = TOKENS[: args.tokens]
+    if args.memory_only:
+        return 1 if any(r.error for r in memory_table()) else 0
     rows = []
     for make in (decoders.executorch_llama, lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
         for backend in ("ours", "ours-fp16", "ours-bf16", "ours-not-owned", "xnnpack"):
@@ -235,6 +325,7 @@ def main() -> int:
             f"| {r.program_bytes / r.one_method_bytes:.2f}x | {r.engines} | {r.load_ms:.0f} | {r.state_bytes:,} "
             f"| {r.per_method_state_bytes:,} |"
         )
+    memory = memory_table()
     projection = llama_1b_projection()
     print(
         f"\nLlama-3.2-1B projection (fp16 caches {projection['cache_bytes'] / 2**20:.0f} MiB): "
@@ -243,10 +334,15 @@ def main() -> int:
     )
     if args.json:
         with open(args.json, "w") as f:
-            tables = {"rows": [asdict(r) for r in rows], "methods": [asdict(r) for r in methods]}
+            tables = {
+                "rows": [asdict(r) for r in rows],
+                "methods": [asdict(r) for r in methods],
+                "memory": [asdict(r) for r in memory],
+            }
             json.dump({**tables, "llama_3_2_1b": projection}, f, indent=1)
     owned = ("et_tensorrt", "et_tensorrt fp16", "et_tensorrt bf16")
-    return 1 if any(r.error for r in rows if r.backend in owned) or any(r.error for r in methods) else 0
+    failed = any(r.error for r in rows if r.backend in owned) or any(r.error for r in methods + memory)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -54,23 +54,30 @@ def prefill_decode(decoder: Decoder, prompt: int = 4) -> dict[str, torch.export.
 
 
 def executorch_llama(
-    dynamic: bool = False, layers: int = 2, dtype: torch.dtype = torch.float32, vocab: int = VOCAB, quantize: str = ""
+    dynamic: bool = False,
+    layers: int = 2,
+    dtype: torch.dtype = torch.float32,
+    vocab: int = VOCAB,
+    quantize: str = "",
+    dim: int = 64,
+    context: int = MAX_CONTEXT,
 ) -> Decoder:
     """``quantize``: a torchao case of ``quantized_models`` (``"8da4w"``, ``"int4_weight_only"``, ...) applied to
     the model before export, as ExecuTorch's LLM export does (``-qmode``); eager is then what the engine computes
-    (8da4w: its weight-only reading)."""
+    (8da4w: its weight-only reading). ``dim`` (4 heads, 2 of them for K/V, an MLP twice as wide) and ``context``
+    (the cache's length) make it larger, for benchmarks."""
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
 
     args = ModelArgs(
-        dim=64,
+        dim=dim,
         n_layers=layers,
         n_heads=4,
         n_kv_heads=2,
         vocab_size=vocab,
-        hidden_dim=128,
-        max_seq_len=MAX_CONTEXT,
-        max_context_len=MAX_CONTEXT,
+        hidden_dim=2 * dim,
+        max_seq_len=context,
+        max_context_len=context,
         max_batch_size=1,
         use_kv_cache=True,
         enable_dynamic_shape=dynamic,
@@ -89,7 +96,7 @@ def executorch_llama(
         return (torch.tensor([tokens], dtype=torch.long), {"input_pos": torch.tensor([start], dtype=torch.long)}), {}
 
     def export(tokens, dynamic_length):
-        shapes = ({1: torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)}, {"input_pos": {0: None}})
+        shapes = ({1: torch.export.Dim("seq", min=1, max=context - 1)}, {"input_pos": {0: None}})
         return torch.export.export(
             model, inputs(tokens, 0)[0], dynamic_shapes=shapes if dynamic_length else None, strict=False
         )
