@@ -1,6 +1,6 @@
 """Prepare what the GPU check carries to the device machine, split into device calls of at most 60 MiB.
 
-    python scripts/gpu_check/bundle.py DIR [--anywhere]
+    python scripts/gpu_check/bundle.py DIR [--anywhere] [--roofline-shape llama-3.2-1b|tiny]
 
 Run from a checkout with et_tensorrt importable (PYTHONPATH=<repo>, extension built) and the registry
 reachable (pip download). DIR must be an ignored folder inside the checkout whose device calls it is for
@@ -10,7 +10,8 @@ folder). Prints one line per call, ``call N: X MiB``, X counting the working tre
 
 What travels (in this order, so call 1 holds what the build needs):
   programs.tar             the .pte files lowered here by et_tensorrt.lower (check_models.PROGRAMS), the
-                           models' weights, inputs and eager CPU outputs (refs.pt), and programs.json
+                           models' weights, inputs and eager CPU outputs (refs.pt), and programs.json; the
+                           roofline decoders' .pte and gzipped .ptd (--roofline-shape)
   executorch-runtime-*.zip from the cp312 ExecuTorch wheel: include/, libexecutorch.so, the kernel library
                            and its thread pool, and the wheel's RECORD (checked on the machine)
   tensorrt_rtx-*-python.tar the tensorrt_rtx Python package (pure Python) of the version installed here
@@ -187,7 +188,7 @@ def quantized(model, how: str):
     return model
 
 
-def lower_programs(work: Path) -> Path:
+def lower_programs(work: Path, roofline_shape: str) -> Path:
     import warnings
 
     import check_models
@@ -257,6 +258,10 @@ def lower_programs(work: Path) -> Path:
             f"{time.perf_counter() - t0:.1f} s"
         )
     refs["methods"] = {"decoder_methods": lower_methods(out)}
+    refs["roofline"] = {}
+    for quantize in ("", "int4-weight-only"):
+        spec = lower_roofline(out, roofline_shape, quantize)
+        refs["roofline"][spec["pte"].removesuffix(".pte")] = spec
     torch.save(refs, out / "refs.pt")
     (out / "programs.json").write_text(json.dumps(table, indent=1))
     tar_path = work / "programs.tar"
@@ -278,7 +283,7 @@ def lower_methods(out: Path) -> dict:
 
     t0 = time.perf_counter()
     decoder = decoders.executorch_llama(dynamic=True)
-    pte = et_tensorrt.lower(decoders.prefill_decode(decoder))
+    pte = et_tensorrt.lower(decoders.prefill_decode(decoder), cuda_graph="decode")  # rows run it with and without
     (out / "decoder_methods.pte").write_bytes(pte)
     tokens, prompt, steps, start = check_models.DECODE_TOKENS, 4, [], 0
     for call in [tokens[:prompt]] + [[t] for t in tokens[prompt:]]:
@@ -291,6 +296,74 @@ def lower_methods(out: Path) -> dict:
     tol = for_precision("fp32")
     log(f"lowered decoder_methods: {len(pte) / transport.MiB:.2f} MiB, {time.perf_counter() - t0:.1f} s")
     return {"pte": "decoder_methods.pte", "steps": steps, "tolerance": {"atol": tol.atol, "rtol": tol.rtol}}
+
+
+def periodic_(model, period: int = 1024) -> None:
+    """Random weights that compress: each tensor repeats one random tile of ``period`` values (norm weights stay 1).
+    A decode step still reads every byte; the .ptd (engine and weights, gigabytes for the 1B shape) gzips to a few
+    MiB, so it fits the device calls."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    tile = torch.randn(period, generator=generator) * 0.02
+    for name, p in model.named_parameters():
+        if "norm" in name:
+            continue
+        p.data.copy_(tile.repeat(p.numel() // period + 1)[: p.numel()].view_as(p).to(p.dtype))
+
+
+def lower_roofline(out: Path, shape_name: str, quantize: str = "") -> dict:
+    """Issue 34: ExecuTorch's llama Transformer shaped like ``check_models.ROOFLINE_SHAPES[shape_name]`` in bf16
+    (``quantize``: its linear layers int4 weight-only, group 32), random periodic weights; its one-token decode
+    lowered with ``named_data="ptd"`` and ``cuda_graph``; the .ptd gzipped; the logits of the first tokens computed
+    here in bf16."""
+    import gzip
+    import shutil
+
+    import check_models
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    import et_tensorrt
+
+    t0 = time.perf_counter()
+    shape = check_models.ROOFLINE_SHAPES[shape_name]
+    context = check_models.ROOFLINE_CONTEXT
+    args = ModelArgs(**shape, max_seq_len=context, max_context_len=context, max_batch_size=1, use_kv_cache=True)
+    model = construct_transformer(args).eval().requires_grad_(False).to(torch.bfloat16)
+    periodic_(model)
+    if quantize:
+        model = quantized(model, quantize)
+    step = (torch.tensor([[check_models.ROOFLINE_CHECKED[0]]]), {"input_pos": torch.tensor([0])})
+    program = torch.export.export(model, step, strict=False)  # before eager runs: the caches start empty
+    name = f"roofline_{'int4' if quantize else 'bf16'}"
+    saved = et_tensorrt.save(out / f"{name}.pte", program, min_block_size=1, named_data="ptd", cuda_graph=True)
+    del program
+    expected = []
+    with torch.no_grad():
+        for position, token in enumerate(check_models.ROOFLINE_CHECKED):
+            logits = model(torch.tensor([[token]]), {"input_pos": torch.tensor([position])})
+            expected.append((logits[0] if isinstance(logits, tuple) else logits).float())
+    ptd = out / f"{name}.ptd"
+    with open(ptd, "rb") as src, gzip.open(out / f"{name}.ptd.gz", "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst, 16 * 2**20)
+    ptd_bytes = ptd.stat().st_size
+    ptd.unlink()
+    gz = (out / f"{name}.ptd.gz").stat().st_size
+    log(
+        f"lowered {name} ({shape_name}): .pte {saved.pte_bytes / transport.MiB:.1f} MiB, .ptd "
+        f"{ptd_bytes / transport.MiB:.0f} MiB gzipped to {gz / transport.MiB:.1f} MiB, {time.perf_counter() - t0:.0f} s"
+    )
+    return {
+        "pte": f"{name}.pte",
+        "ptd_gz": f"{name}.ptd.gz",
+        "ptd_bytes": ptd_bytes,
+        "shape": shape_name,
+        "weights": "int4 weight-only (group 32), bf16 head" if quantize else "bf16",
+        "bytes_per_token": check_models.bytes_per_token(shape, 4 if quantize else 16),
+        "expected": expected,
+    }
 
 
 # -------------------------------------------------------------------------------------------- main
@@ -323,6 +396,12 @@ def main() -> int:
     ap.add_argument(
         "--anywhere", action="store_true", help="allow a folder that is not an ignored part of the checkout"
     )
+    ap.add_argument(
+        "--roofline-shape",
+        default="llama-3.2-1b",
+        choices=("llama-3.2-1b", "tiny"),
+        help="the decoder of the roofline rows (check_models.ROOFLINE_SHAPES); tiny: --local, where they skip",
+    )
     args = ap.parse_args()
     out = args.dir.resolve()
     if not args.anywhere:
@@ -351,7 +430,7 @@ def main() -> int:
     log(f"wheels: {et_wheel.name}, {bindings.name}, {libs.name}")
 
     payload = {
-        "programs.tar": lower_programs(work),
+        "programs.tar": lower_programs(work, args.roofline_shape),
         f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip": trim_executorch(
             et_wheel, work / f"executorch-runtime-{ver['executorch']}-{PYTHON_TAG}.zip"
         ),

@@ -82,6 +82,35 @@ INPUT_SHAPES = {"mlp": [(32, 256)], "convnet": [(8, 3, 64, 64)], "host_op_betwee
 DECODE_TOKENS = [3, 17, 5, 42, 8, 11, 29, 2, 60, 7, 33, 21]  # tiny_decoder: one token per call, from position 0
 
 
+# Issue 34: a decode step of a Llama-3.2-1B-shaped decoder (ExecuTorch's llama Transformer, random weights)
+# against the memory-bandwidth roofline. At batch 1 a step reads every layer's weights and the head once (the
+# embedding lookup reads one row): 2.47 GB in bf16. The device bundle lowers "llama-3.2-1b"; --local lowers "tiny"
+# (the same code path, a CPU-sized model; the row itself needs a GPU).
+ROOFLINE_SHAPES = {
+    "llama-3.2-1b": dict(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, hidden_dim=8192, vocab_size=128256),
+    "tiny": dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, hidden_dim=128, vocab_size=128),
+}
+ROOFLINE_CONTEXT = 128  # cache length: small, so the weights are what a step reads
+ROOFLINE_STEPS = 64  # decode calls timed
+ROOFLINE_CHECKED = [3, 5]  # the first tokens, whose logits the bundle computed eagerly
+# Peak memory bandwidth (bytes/s), by a substring of torch.cuda.get_device_name, first match wins.
+BANDWIDTH = (("H200", 4.8e12), ("H100 PCIe", 2.0e12), ("H100 NVL", 3.9e12), ("H100", 3.35e12))
+
+
+def bytes_per_token(shape: dict, weight_bits: int = 16, group: int = 32) -> int:
+    """What a decode step reads at batch 1: each layer's linear weights (``weight_bits`` wide, with a bf16 scale per
+    ``group`` when quantized) and norms, and the bf16 head."""
+    dim, hidden, layers = shape["dim"], shape["hidden_dim"], shape["n_layers"]
+    kv = dim // shape["n_heads"] * shape["n_kv_heads"]
+    linear = 2 * dim * dim + 2 * dim * kv + 3 * dim * hidden
+    per_layer = linear * weight_bits // 8 + (linear // group * 2 if weight_bits < 16 else 0) + 2 * dim * 2
+    return layers * per_layer + shape["vocab_size"] * dim * 2
+
+
+def bandwidth(gpu_name: str) -> float | None:
+    return next((b for key, b in BANDWIDTH if key in gpu_name), None)
+
+
 @dataclass(frozen=True)
 class ProgramSpec:
     """One `.pte` of the check: which model, how it is lowered, and what it is there to show."""

@@ -12,11 +12,14 @@ row failed. The JSON holds every row and a summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import logging
 import os
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -483,6 +486,11 @@ class Checks:
         execution device: decode reads what prefill wrote (each call matches eager), both methods bind the one
         cache (in place, 0 B; ``methods``), a decode call moves only the logits; the decode step's latency."""
         spec = self.refs["methods"][name]
+        # The baseline: decode is lowered with cuda_graph; run without (a method's delegates load on its first call).
+        with environment(ET_TENSORRT_CUDA_GRAPH="off"):
+            return self._methods(name, spec)
+
+    def _methods(self, name: str, spec: dict):
         r = self.et.Runner(str(self.dir / spec["pte"]))
         self.spy.take()
         errors, moved, decode_seconds = [], [], []
@@ -526,6 +534,159 @@ class Checks:
             f"prefill + {len(errors) - 1} decode calls, executor {'/'.join(kinds)}: max abs error {max(errors):.3g}; "
             f"{max(moved[1:])} B per decode call; decode step {data['decode_step_us']} us "
             f"({data['tokens_per_second']} tokens/s)",
+            data,
+        )
+
+    def decode_steps(self, runner, spec) -> tuple[float, list]:
+        """The bundle's calls through ``runner`` (each within tolerance of eager), then the decode step's median
+        latency over LATENCY_ITERS more calls at the last position (the same cache row written again)."""
+        plans = []
+        for i, step in enumerate(spec["steps"]):
+            x = [t.to(self.device()) for t in step["inputs"]]
+            out = runner.run(x, method=step["method"])
+            ok, err = within(out, step["expected"], spec["tolerance"])
+            if not ok:
+                raise AssertionError(f"call {i} ({step['method']}): max abs error {err:.3g} vs eager")
+            plans.append(runner.last_plans[0])
+        last = [t.to(self.device()) for t in spec["steps"][-1]["inputs"]]
+        return median_seconds(lambda: runner.run(last, method="decode")), plans
+
+    def methods_graph(self, name: str):
+        """The decode method replayed as a CUDA graph (lowered with ``cuda_graph="decode"``): every call still
+        matches eager, the decode delegate stages its inputs into fixed buffers (plan: ``copy fixed``) and replays
+        one graph; its step latency against the same program run without the graph (ET_TENSORRT_CUDA_GRAPH=off)."""
+        from et_tensorrt.runtime import cuda_graph
+
+        spec = self.refs["methods"][name]
+        with environment(ET_TENSORRT_CUDA_GRAPH="off"):  # read when each method loads: at its first call
+            eager = self.et.Runner(str(self.dir / spec["pte"]))
+            without, _ = self.decode_steps(eager, spec)
+        del eager
+        graphed = self.et.Runner(str(self.dir / spec["pte"]))
+        with_graph, plans = self.decode_steps(graphed, spec)
+        decode_plan = plans[-1]
+        if "replayed as a CUDA graph" not in decode_plan.executor_detail:
+            raise AssertionError(f"the decode delegate is not graphed: {decode_plan.executor_detail}")
+        if any(p.action not in ("copy fixed", "value") for p in decode_plan.inputs):
+            raise AssertionError(f"decode inputs not staged for the graph: {decode_plan!r}")
+        held = [g for g in gc.get_objects() if isinstance(g, cuda_graph.GraphedExecutor)]
+        states = [g.graph_state for g in held]
+        if not any(g.replays for g in held):
+            raise AssertionError(f"no graph replayed: {states}")
+        data = {
+            "executor": decode_plan.executor,
+            "decode_step_us_without_graph": us(without),
+            "decode_step_us_with_graph": us(with_graph),
+            "speedup": round(without / with_graph, 2),
+            "graph_state": states,
+            "bytes_copied_per_decode": decode_plan.bytes_copied,
+        }
+        return (
+            f"executor {decode_plan.executor}: decode step {data['decode_step_us_without_graph']} us without the "
+            f"graph, {data['decode_step_us_with_graph']} us with it ({data['speedup']}x); {states[0]}; "
+            f"{decode_plan.bytes_copied} B per decode call (inputs staged, logits copied)",
+            data,
+        )
+
+    def runtime_cache(self, name: str):
+        """TensorRT-RTX's runtime cache kept on disk: a first load compiles the kernels and saves them (a
+        ``.rtcache`` file per engine in the engine cache), a second load starts from that file; the first decode
+        call's latency of each."""
+        from et_tensorrt.runtime import executors
+
+        spec = self.refs["methods"][name]
+        with tempfile.TemporaryDirectory() as folder, environment(ET_TENSORRT_CACHE_DIR=folder):
+            firsts, loaded = [], []
+            for _ in range(2):
+                runner = self.et.Runner(str(self.dir / spec["pte"]))
+                step = spec["steps"][0]
+                t = time.perf_counter()
+                runner.run([x.to(self.device()) for x in step["inputs"]], method=step["method"])
+                torch.cuda.synchronize()
+                firsts.append(time.perf_counter() - t)
+                held = [e for e in gc.get_objects() if isinstance(e, executors.TensorRTExecutor)]
+                if not held:
+                    raise Skip(f"no TensorRT executor ran here ({runner.last_plans[0].executor_reason})")
+                caches = [  # this program's: the contexts made with this folder's files
+                    e.runtime_cache
+                    for e in held
+                    if e.runtime_cache is not None and Path(folder) in e.runtime_cache.path.parents
+                ]
+                if not caches:
+                    raise Skip("the engine has no runtime cache (full TensorRT: its engines carry their kernels)")
+                loaded.append(max(c.loaded_bytes for c in caches))
+                del runner, held, caches
+                gc.collect()
+            files = sorted(p.stat().st_size for p in (Path(folder) / "runtime").glob("*.rtcache"))
+        if not files or loaded[1] == 0:
+            raise AssertionError(f"the second load did not start from a saved runtime cache (files {files})")
+        data = {"first_call_ms": [round(t * 1e3, 2) for t in firsts], "files_bytes": files, "loaded_bytes": loaded}
+        return (
+            f"first call {data['first_call_ms'][0]} ms with an empty runtime cache, {data['first_call_ms'][1]} ms "
+            f"from the saved one ({len(files)} file(s), {sum(files)} B)",
+            data,
+        )
+
+    def roofline(self, name: str):
+        """A Llama-3.2-1B-shaped decoder's decode step (bundle.lower_roofline: random periodic weights, its .ptd
+        gzipped to travel): the first tokens' logits against the bundle's eager bf16 ones, then ROOFLINE_STEPS decode
+        calls timed, tokens/s against what this GPU's memory bandwidth allows for the bytes a step reads."""
+        import gzip
+        import shutil
+
+        spec = self.refs["roofline"][name]
+        ptd = self.dir / spec["ptd_gz"].removesuffix(".gz")
+        t = time.perf_counter()
+        if not ptd.exists():
+            with gzip.open(self.dir / spec["ptd_gz"], "rb") as src, open(ptd, "wb") as dst:
+                shutil.copyfileobj(src, dst, 64 * 2**20)
+        unpacked = time.perf_counter() - t
+        t = time.perf_counter()
+        runner = self.et.Runner(str(self.dir / spec["pte"]), data_path=str(ptd))
+        loaded = time.perf_counter() - t
+        device = self.device()
+        similarity = []
+        for position, (token, expected) in enumerate(zip(check_models.ROOFLINE_CHECKED, spec["expected"])):
+            inputs = [torch.tensor([[token]], device=device), torch.tensor([position], device=device)]
+            logits = runner.run(inputs)[0].float().flatten().cpu()
+            similarity.append(float(torch.nn.functional.cosine_similarity(logits, expected.flatten(), dim=0)))
+        # bf16 through 16 layers on another device differs from the CPU's in the last bits, not in direction
+        if min(similarity) < 0.99:
+            raise AssertionError(f"logits of the first tokens off the bundle's eager bf16 (cosine {similarity})")
+        plan = runner.last_plans[0]
+        token = torch.tensor([[7]], device=device)
+        positions = [torch.tensor([p], device=device) for p in range(len(similarity), check_models.ROOFLINE_CONTEXT)]
+        steps = min(check_models.ROOFLINE_STEPS, len(positions))
+        runner.run([token, positions[0]])  # a graph is captured on the second call of a signature
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for position in positions[1 : steps + 1]:
+            runner.run([token, position])
+        torch.cuda.synchronize()
+        tokens_per_second = steps / (time.perf_counter() - t)
+        gpu = torch.cuda.get_device_name()
+        bandwidth = check_models.bandwidth(gpu)
+        roof = bandwidth / spec["bytes_per_token"] if bandwidth else None
+        data = {
+            "shape": spec["shape"],
+            "weights": spec["weights"],
+            "executor": plan.executor,
+            "executor_detail": plan.executor_detail,
+            "executor_reason": plan.executor_reason,
+            "tokens_per_second": round(tokens_per_second, 1),
+            "roofline_tokens_per_second": round(roof, 1) if roof else None,
+            "share_of_roofline": round(tokens_per_second / roof, 3) if roof else None,
+            "bytes_per_token": spec["bytes_per_token"],
+            "cosine_first_tokens": similarity,
+            "ptd_bytes": spec["ptd_bytes"],
+            "unpack_s": round(unpacked, 1),
+            "load_s": round(loaded, 2),
+            "bytes_copied_per_step": plan.bytes_copied,
+        }
+        against = f"{roof:.0f} tokens/s roofline on {gpu}" if roof else f"no bandwidth known for {gpu}"
+        return (
+            f"{spec['shape']} {spec['weights']}, executor {plan.executor}: {tokens_per_second:.1f} tokens/s against "
+            f"{against}" + (f" ({tokens_per_second / roof:.0%})" if roof else ""),
             data,
         )
 
@@ -702,6 +863,21 @@ class Checks:
         return f"after every check, ExecuTorch modules imported: {loaded}"
 
 
+@contextlib.contextmanager
+def environment(**values: str):
+    """Environment variables set for the block (read by the delegate when it loads)."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _group(calls: list[dict], per_run: int) -> list[list[dict]]:
     return [calls[i : i + per_run] for i in range(0, len(calls), per_run)]
 
@@ -774,6 +950,17 @@ def main() -> int:
             f"{name}: decode reads what prefill wrote, one cache and one engine (issue 34)",
             lambda n=name: c.methods(n),
             et,
+        )
+        run(f"{name}: decode step as a CUDA graph, with vs without (issue 34)", lambda n=name: c.methods_graph(n), et,
+            gpu=True)  # fmt: skip
+        run(f"{name}: TensorRT-RTX runtime cache saved and reused (issue 34)", lambda n=name: c.runtime_cache(n), et,
+            gpu=True)  # fmt: skip
+    for name, spec in c.refs.get("roofline", {}).items():
+        run(
+            f"{name}: {spec['shape']}-shaped decode, tokens/s against the bandwidth roofline (issue 34)",
+            lambda n=name: c.roofline(n),
+            et,
+            gpu=True,
         )
     run("no executorch.exir imported", c.no_exir, et)
 
