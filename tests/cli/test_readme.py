@@ -1,42 +1,51 @@
 """The README's Python snippets, each executed as written in a fresh interpreter (so the own-flow snippet
-cannot lean on an earlier `et_tensorrt.lower` having imported the backend)."""
+cannot lean on an earlier `et_tensorrt.lower` having imported the backend), and the command lines of its recipes
+after them, in the same folder."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from doc_blocks import REPO, commands, python_code
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _snippet(heading: str) -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index(heading) :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, heading
-    return match.group(1)
+TOUR = "## A 30-second tour of the Python API"
+LLM = "### LLMs: export, lower, decode, generate text"
+QUANTIZED = "## Quantized programs"
 
 
-@pytest.mark.parametrize(
-    "heading",
-    [
-        "## A 30-second tour of the Python API",
-        "### Inside your own ExecuTorch flow",
-        "### LLMs: `prefill` and `decode` in one program",
-    ],
-)
-def test_readme_snippet_runs_in_a_fresh_process(heading, tmp_path):
+def run_python(code: str, cwd) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    proc = subprocess.run(
-        [sys.executable, "-c", _snippet(heading)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600
-    )
+    env.pop("ET_TENSORRT_FALLBACK", None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def printed(stdout: str, label: str) -> str:
+    """What the snippet printed after ``label`` on its one line starting so."""
+    (line,) = [line for line in stdout.splitlines() if line.startswith(label)]
+    return line[len(label) :]
+
+
+@pytest.mark.parametrize("heading", [TOUR, "### Inside your own ExecuTorch flow"])
+def test_readme_snippet_runs_in_a_fresh_process(heading, tmp_path):
+    proc = run_python(python_code("README.md", heading), tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "partition report" in proc.stdout
-    if heading.startswith("## A 30-second tour"):
+    if heading == TOUR:
         # Only et_tensorrt speaks: the third-party noise its imports and calls trigger is held back (_quiet.py).
         assert [line for line in proc.stderr.splitlines() if not line.startswith("et_tensorrt: ")] == []
+
+
+def test_readme_llm_recipe_generates_text_through_runner_textllmrunner_and_the_cli(tmp_path, run_cli):
+    """The recipe's greedy Runner loop over prefill/decode and TextLLMRunner over one forward write the same text
+    (one model, two exports); then its command line generates from the file it wrote."""
+    proc = run_python(python_code("README.md", LLM), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert printed(proc.stdout, "Runner: ") == printed(proc.stdout, "TextLLMRunner: ")
+    assert "MethodPlan(method=decode" in proc.stdout
+    (generate,) = commands("README.md", LLM)
+    result = run_cli(*generate, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert result.stdout.startswith("the cat") and " generated in " in result.stdout

@@ -1,0 +1,43 @@
+"""The code blocks of a Markdown document's section, as the tests that run them verbatim read them."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = "et-tensorrt"
+
+
+def section(document: str, heading: str) -> str:
+    """The text of ``document`` (relative to the repository) under ``heading``, a whole heading line such as
+    ``"### Recipe"``, up to the next heading of its level or above (a ``#`` line inside a code block is code)."""
+    lines = (REPO / document).read_text().splitlines(keepends=True)
+    assert heading + "\n" in lines, f"{document} has no heading {heading!r}"
+    level = len(heading.split(" ", 1)[0])
+    out, fenced = [], False
+    for line in lines[lines.index(heading + "\n") + 1 :]:
+        fenced ^= line.startswith("```")
+        hashes = len(line) - len(line.lstrip("#"))
+        if not fenced and 0 < hashes <= level and line[hashes : hashes + 1] == " ":
+            break
+        out.append(line)
+    return "".join(out)
+
+
+def python_code(document: str, heading: str) -> str:
+    """The section's ```python blocks, in order, as one program."""
+    blocks = re.findall(r"^```python\n(.*?)^```", section(document, heading), re.S | re.M)
+    assert blocks, f"{document}, {heading!r}: no python block"
+    return "\n".join(blocks)
+
+
+def commands(document: str, heading: str) -> list[list[str]]:
+    """The ``et-tensorrt`` command lines of the section's ```sh blocks, split as a shell would, without the program
+    name (run them with ``python -m et_tensorrt``)."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", section(document, heading), re.S | re.M)
+    lines = [line for block in blocks for line in block.splitlines() if line.strip()]
+    for line in lines:
+        assert line.startswith(CLI + " "), f"{document}, {heading!r}: not an {CLI} command: {line!r}"
+    return [shlex.split(line)[1:] for line in lines]
