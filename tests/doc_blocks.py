@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,3 +44,16 @@ def commands(document: str, heading: str) -> list[list[str]]:
     for line in lines:
         assert line.startswith(CLI + " "), f"{document}, {heading!r}: not an {CLI} command: {line!r}"
     return [shlex.split(line)[1:] for line in lines]
+
+
+def run_python(code: str, cwd) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter in ``cwd``, importing this checkout's et_tensorrt."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.pop("ET_TENSORRT_FALLBACK", None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def printed(stdout: str, label: str) -> str:
+    """What the snippet printed after ``label`` on its one line starting so."""
+    (line,) = [line for line in stdout.splitlines() if line.startswith(label)]
+    return line[len(label) :]

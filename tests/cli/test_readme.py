@@ -4,28 +4,12 @@ after them, in the same folder."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
-from doc_blocks import REPO, commands, python_code
+from doc_blocks import commands, printed, python_code, run_python
 
 TOUR = "## A 30-second tour of the Python API"
 LLM = "### LLMs: export, lower, decode, generate text"
 QUANTIZED = "## Quantized programs"
-
-
-def run_python(code: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    env.pop("ET_TENSORRT_FALLBACK", None)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
-
-
-def printed(stdout: str, label: str) -> str:
-    """What the snippet printed after ``label`` on its one line starting so."""
-    (line,) = [line for line in stdout.splitlines() if line.startswith(label)]
-    return line[len(label) :]
 
 
 @pytest.mark.parametrize("heading", [TOUR, "### Inside your own ExecuTorch flow"])
