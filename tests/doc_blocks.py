@@ -15,15 +15,14 @@ CLI = "et-tensorrt"
 
 def section(document: str, heading: str) -> str:
     """The text of ``document`` (relative to the repository) under ``heading``, a whole heading line such as
-    ``"### Recipe"``, up to the next heading of its level or above (a ``#`` line inside a code block is code)."""
+    ``"### Recipe"``, up to the next heading (a ``#`` line inside a code block is code)."""
     lines = (REPO / document).read_text().splitlines(keepends=True)
     assert heading + "\n" in lines, f"{document} has no heading {heading!r}"
-    level = len(heading.split(" ", 1)[0])
     out, fenced = [], False
     for line in lines[lines.index(heading + "\n") + 1 :]:
         fenced ^= line.startswith("```")
         hashes = len(line) - len(line.lstrip("#"))
-        if not fenced and 0 < hashes <= level and line[hashes : hashes + 1] == " ":
+        if not fenced and hashes and line[hashes : hashes + 1] == " ":
             break
         out.append(line)
     return "".join(out)

@@ -33,3 +33,14 @@ def test_readme_llm_recipe_generates_text_through_runner_textllmrunner_and_the_c
     result = run_cli(*generate, cwd=tmp_path)
     assert result.status == 0, result.stderr
     assert result.stdout.startswith("the cat") and " generated in " in result.stdout
+
+
+def test_readme_quantized_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_file(tmp_path, run_cli):
+    """The ``weights="both"`` file runs here (the fallback, the quantized model's arithmetic); the engine-only file
+    is smaller and refuses to load here, saying where it runs, as the README says."""
+    proc = run_python(python_code("README.md", QUANTIZED), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(printed(proc.stdout, "int8.pte runs: ").split("%")[0]) < 2  # parity.QUANTIZED_SHARE
+    both, gpu = (tmp_path / "int8.pte").stat().st_size, (tmp_path / "int8-gpu.pte").stat().st_size
+    assert gpu < both
+    assert "an engine-only blob" in run_cli("run", "int8-gpu.pte", cwd=tmp_path).error_line
