@@ -19,3 +19,12 @@ def test_stateful_decode_recipe_generates_through_runner_and_textllmrunner(tmp_p
     result = run_cli(*generate, cwd=tmp_path)
     assert result.status == 0, result.stderr
     assert result.stdout.startswith("the cat") and " generated in " in result.stdout
+
+
+def test_quantization_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_file(tmp_path):
+    """The int4 ``weights="both"`` file runs here (the CPU fallback computes the quantized model); the engine-only file
+    for the GPU is the smaller."""
+    proc = run_python(python_code("docs/quantization.md", "# Quantized programs"), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(printed(proc.stdout, "int4.pte runs: ").split("%")[0]) < 2  # parity.QUANTIZED_SHARE
+    assert (tmp_path / "int4-gpu.pte").stat().st_size < (tmp_path / "int4.pte").stat().st_size
