@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import RunnerError
 
@@ -90,42 +91,153 @@ def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
     with its static cache of ``max_seq_len``, default its ``max_position_embeddings``, through
     ``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache`` and
     ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own)."""
+    if _is_hf(model):
+        export = _hf_exporter(model, max_seq_len)
+    else:
+        params = _llama_params(model)
+        if not params.enable_dynamic_shape:
+            raise TypeError(
+                "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
+                "use_kv_cache=True and enable_dynamic_shape=True"
+            )
+        export = _llama_exporter(model)
+    return {"prefill": export(2, True), "decode": export(1, False)}
+
+
+@dataclass
+class ExportedLM:
+    """What :func:`export_causal_lm` made: lower it with ``et_tensorrt.save(path, lm.programs,
+    constant_methods=lm.constant_methods)``."""
+
+    programs: Any  # one ExportedProgram ("forward") or {"prefill": ..., "decode": ...}
+    constant_methods: dict  # llm_methods(...): what TextLLMRunner and TextGenerator read
+    max_seq_len: int
+    vocab_size: int
+
+
+def export_causal_lm(
+    model,
+    *,
+    max_seq_len: int | None = None,
+    methods: str = "forward",
+    bos_id: int | None = None,
+    eos_ids: Sequence[int] | None = None,
+) -> ExportedLM:
+    """One causal LM, exported with its KV cache for ``et_tensorrt.lower``/``save``, and the constant methods
+    ExecuTorch's LLM runners read (:func:`llm_methods`), in one call.
+
+    ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)``), the path of a local HF checkpoint
+    directory (``config.json`` and weights: loaded with ``AutoModelForCausalLM.from_pretrained``, never downloaded),
+    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama).
+
+    ``methods``: ``"forward"``, one method taking 1 .. max_seq_len - 1 tokens and their positions (ExecuTorch's
+    ``TextLLMRunner`` calls it; ExecuTorch's llama without ``enable_dynamic_shape`` takes one token a call), or
+    ``"prefill_decode"``, the two methods of :func:`export_prefill_decode` (``TextGenerator`` drives them through
+    ``Runner``). ``max_seq_len``: the KV cache's length, default the HF config's ``max_position_embeddings`` (pass
+    it for a real checkpoint: the cache takes that many positions of memory); ExecuTorch's llama has its own.
+    ``bos_id``/``eos_ids``: default the HF config's ``bos_token_id``/``eos_token_id``; required for ExecuTorch's
+    llama (its tokenizer's)."""
+    if methods not in ("forward", "prefill_decode"):
+        raise ValueError(f"methods is 'forward' or 'prefill_decode', not {methods!r}")
+    if isinstance(model, (str, os.PathLike)):
+        model = _from_checkpoint(model)
+    if _is_hf(model):
+        config = model.config
+        length = max_seq_len or config.max_position_embeddings
+        vocab, dynamic = config.vocab_size, True
+        bos_id = config.bos_token_id if bos_id is None else bos_id
+        eos_ids = config.eos_token_id if eos_ids is None else eos_ids
+        export = _hf_exporter(model, length)
+    else:
+        params = _llama_params(model)
+        if max_seq_len not in (None, params.max_seq_len):
+            raise ValueError(
+                f"ExecuTorch's llama Transformer has its own max_seq_len ({params.max_seq_len}, its ModelArgs): "
+                f"build it with max_seq_len={max_seq_len} instead"
+            )
+        length, vocab, dynamic = params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
+        export = _llama_exporter(model)
+    if bos_id is None or eos_ids is None:
+        raise ValueError("export_causal_lm needs bos_id= and eos_ids= (the tokenizer's): the model does not name them")
+    eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
+    if methods == "prefill_decode":
+        if not dynamic:
+            raise ValueError(
+                "methods='prefill_decode' needs ExecuTorch's llama built with enable_dynamic_shape=True (prefill takes "
+                "the prompt in one call); or export it with methods='forward'"
+            )
+        programs = {"prefill": export(2, True), "decode": export(1, False)}
+    else:
+        programs = export(2, True) if dynamic else export(1, False)
+    constants = llm_methods(
+        max_seq_len=length, vocab_size=vocab, bos_id=bos_id, eos_ids=eos_ids, enable_dynamic_shape=dynamic
+    )
+    return ExportedLM(programs, constants, length, vocab)
+
+
+def _is_hf(model) -> bool:
+    return hasattr(model, "generation_config") and hasattr(model, "config")
+
+
+def _from_checkpoint(path):
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(
+            f"no HF checkpoint directory at {os.fspath(path)!r} (no config.json): give a folder saved with "
+            "save_pretrained (nothing is downloaded), or the model itself"
+        )
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+
+
+def _llama_params(model):
+    params = getattr(model, "params", None)
+    if params is None or not getattr(params, "use_kv_cache", False):
+        raise TypeError(
+            "takes a HF transformers causal LM (or its checkpoint directory) or ExecuTorch's llama Transformer built "
+            "with use_kv_cache=True"
+        )
+    return params
+
+
+def _hf_exporter(model, max_seq_len: int | None):
+    """``export(n, dynamic)``: the HF causal LM with its static cache of ``max_seq_len``, from ``n`` example tokens,
+    their number dynamic (1 .. max_seq_len - 1) or not, through ``TorchExportableModuleForDecoderOnlyLM``."""
+    import torch
+    from transformers import GenerationConfig
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    length = max_seq_len or model.config.max_position_embeddings
+    model.generation_config = GenerationConfig(
+        use_cache=True,
+        cache_implementation="static",
+        max_length=length,
+        cache_config={"batch_size": 1, "max_cache_len": length},
+    )
+    exportable = TorchExportableModuleForDecoderOnlyLM(model.eval())
+    seq = torch.export.Dim("seq", min=1, max=length - 1)
+
+    def export(n: int, dynamic: bool):
+        shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
+        ids, positions = torch.ones((1, n), dtype=torch.long), torch.arange(n)
+        return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
+
+    return export
+
+
+def _llama_exporter(model):
+    """``export(n, dynamic)``: ExecuTorch's llama Transformer (``use_kv_cache``) from ``n`` example tokens at
+    position 0, their number dynamic (``enable_dynamic_shape``) or not."""
     import torch
 
-    if hasattr(model, "generation_config") and hasattr(model, "config"):  # HF transformers
-        from transformers import GenerationConfig
-        from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+    seq = torch.export.Dim("seq", min=1, max=model.params.max_seq_len - 1)
 
-        length = max_seq_len or model.config.max_position_embeddings
-        model.generation_config = GenerationConfig(
-            use_cache=True,
-            cache_implementation="static",
-            max_length=length,
-            cache_config={"batch_size": 1, "max_cache_len": length},
-        )
-        exportable = TorchExportableModuleForDecoderOnlyLM(model.eval())
-        seq = torch.export.Dim("seq", min=1, max=length - 1)
-
-        def export(n: int, dynamic: bool):
-            shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
-            ids, positions = torch.ones((1, n), dtype=torch.long), torch.arange(n)
-            return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
-
-        return {"prefill": export(2, True), "decode": export(1, False)}
-    params = getattr(model, "params", None)
-    if params is None or not params.use_kv_cache or not params.enable_dynamic_shape:
-        raise TypeError(
-            "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
-            "use_kv_cache=True and enable_dynamic_shape=True"
-        )
-    seq = torch.export.Dim("seq", min=1, max=params.max_seq_len - 1)
-
-    def export_llama(n: int, dynamic: bool):
+    def export(n: int, dynamic: bool):
         example = (torch.ones((1, n), dtype=torch.long), {"input_pos": torch.tensor([0], dtype=torch.long)})
         shapes = ({1: seq}, {"input_pos": {0: None}}) if dynamic else None
         return torch.export.export(model.eval(), example, dynamic_shapes=shapes, strict=False)
 
-    return {"prefill": export_llama(2, True), "decode": export_llama(1, False)}
+    return export
 
 
 @dataclass

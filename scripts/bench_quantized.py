@@ -22,7 +22,13 @@ the CPU** (the same quantized weights and the arithmetic the engine runs), and `
 engine's ONNX against that program (``validate=True``). XNNPACK's programs run in ExecuTorch's runtime. The
 llama row decodes 18 tokens one per call (ours with the KV cache in the delegate) and reports the worst step.
 
+``--sizes``: instead, where int8 starts to pay: 3-layer MLPs of growing width and one of three layer shapes, fp32,
+fp16 (``precision``) and int8 (PT2E ``TensorRTQuantizer`` W8A8, torchao int8 weight-only), each ``.pte`` lowered
+with ``weights="both"`` (runs on the CPU machine: the fallback runs the embedded program) and ``"engine-only"``
+(what ships to a GPU), with its engines' bytes (TensorRT's own serialization) beside it.
+
     python scripts/bench_quantized.py [--cases ...] [--json out.json]
+    python scripts/bench_quantized.py --sizes [--widths 16,64,256,512,1024]
 """
 
 from __future__ import annotations
@@ -200,6 +206,59 @@ def llama_case() -> list[Row]:
     return rows
 
 
+SIZE_WIDTHS = (16, 64, 256, 512, 1024)
+SIZE_LAYERS = 3
+SIZE_CASES = ("fp32", "fp16", "pt2e_tensorrt", "int8_weight_only")  # fp16: the fp32 model, precision="fp16"
+
+
+def _engine_bytes(pte: bytes) -> int:
+    blobs = [d.blob for d in inspect_bytes(pte).method("forward").delegates if d.ours]
+    return sum(len(b.engine) if b.named_engine is None else b.named_engine.nbytes for b in blobs)
+
+
+def _size_models(widths):
+    """(name, model, inputs): 3 x Linear(w, w) per width, and a 3-layer MLP of three shapes (16 -> 64 -> 32 -> 10)."""
+    for width in widths:
+        torch.manual_seed(0)
+        yield f"3 x Linear({width}, {width})", qm.Mlp(width, SIZE_LAYERS).eval(), (torch.randn(8, width),)
+    torch.manual_seed(0)
+    linear, relu = torch.nn.Linear, torch.nn.ReLU
+    model = torch.nn.Sequential(linear(16, 64), relu(), linear(64, 32), relu(), linear(32, 10))
+    yield "Linear 16-64-32-10", model.eval(), (torch.randn(8, 16),)
+
+
+def size_rows(widths) -> list[dict]:
+    """Per model and case: the weights' bytes in fp32, and per ``weights`` mode the .pte's and its engines' bytes."""
+    rows = []
+    for name, model, inputs in _size_models(widths):
+        for case in SIZE_CASES:
+            quantized = model if case in ("fp32", "fp16") else qm.quantize(case, model, inputs)
+            program = torch.export.export(quantized, inputs)
+            precision = "fp16" if case == "fp16" else "fp32"
+            row = {"model": name, "case": case, "weights_bytes": int(_weight_mb(model) * 1e6)}
+            for mode in ("both", "engine-only"):
+                pte = et_tensorrt.lower(program, weights=mode, precision=precision, cache=False)
+                row[mode] = len(pte)
+                row[f"{mode} engine"] = _engine_bytes(pte)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def size_markdown(rows: list[dict]) -> str:
+    lines = [
+        "| model | fp32 weights (B) | case | .pte both (B) | .pte engine-only (B) | engine (B) | vs fp32 |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    fp32 = {r["model"]: r["engine-only"] for r in rows if r["case"] == "fp32"}
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['weights_bytes']:,} | {r['case']} | {r['both']:,} | {r['engine-only']:,} "
+            f"| {r['engine-only engine']:,} | {r['engine-only'] / fp32[r['model']]:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def markdown(rows: list[Row]) -> str:
     def f(v, fmt=".2f"):
         return "–" if v is None else format(v, fmt)
@@ -227,9 +286,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--json", type=str, default="")
+    parser.add_argument("--sizes", action="store_true", help="the int8 size sweep of 3-layer MLPs instead")
+    parser.add_argument("--widths", default=",".join(map(str, SIZE_WIDTHS)))
     args = parser.parse_args()
     logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
+    if args.sizes:
+        print(size_markdown(size_rows([int(w) for w in args.widths.split(",")])))
+        return
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("ET_TENSORRT_CACHE_DIR", os.path.join(tmp, "cache"))

@@ -1,0 +1,30 @@
+"""The recipes in docs/ executed as written (their ```python blocks as one program in a fresh interpreter, in an
+empty folder), then their ``et-tensorrt`` command lines in that folder."""
+
+from __future__ import annotations
+
+from doc_blocks import commands, printed, python_code, run_python
+
+STATEFUL = "docs/stateful-decode.md"
+
+
+def test_stateful_decode_recipe_generates_through_runner_and_textllmrunner(tmp_path, run_cli):
+    heading = "## Recipe: export, lower, decode N tokens"
+    proc = run_python(python_code(STATEFUL, heading), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # TextLLMRunner prints from C++ after the label, then its statistics line
+    assert printed(proc.stdout, "Runner: ") == printed(proc.stdout, "TextLLMRunner: ")
+    assert "PyTorchObserver " in proc.stdout and "in place" in proc.stdout
+    (generate,) = commands(STATEFUL, heading)
+    result = run_cli(*generate, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert result.stdout.startswith("the cat") and " generated in " in result.stdout
+
+
+def test_quantization_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_file(tmp_path):
+    """The int4 ``weights="both"`` file runs here (the CPU fallback computes the quantized model); the engine-only file
+    for the GPU is the smaller."""
+    proc = run_python(python_code("docs/quantization.md", "# Quantized programs"), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(printed(proc.stdout, "int4.pte runs: ").split("%")[0]) < 2  # parity.QUANTIZED_SHARE
+    assert (tmp_path / "int4-gpu.pte").stat().st_size < (tmp_path / "int4.pte").stat().st_size

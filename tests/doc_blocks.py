@@ -1,0 +1,58 @@
+"""The code blocks of a Markdown document's section, as the tests that run them verbatim read them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = "et-tensorrt"
+
+
+def section(document: str, heading: str) -> str:
+    """The text of ``document`` (relative to the repository) under ``heading``, a whole heading line such as
+    ``"### Recipe"``, up to the next heading (a ``#`` line inside a code block is code)."""
+    lines = (REPO / document).read_text().splitlines(keepends=True)
+    assert heading + "\n" in lines, f"{document} has no heading {heading!r}"
+    out, fenced = [], False
+    for line in lines[lines.index(heading + "\n") + 1 :]:
+        fenced ^= line.startswith("```")
+        hashes = len(line) - len(line.lstrip("#"))
+        if not fenced and hashes and line[hashes : hashes + 1] == " ":
+            break
+        out.append(line)
+    return "".join(out)
+
+
+def python_code(document: str, heading: str) -> str:
+    """The section's ```python blocks, in order, as one program."""
+    blocks = re.findall(r"^```python\n(.*?)^```", section(document, heading), re.S | re.M)
+    assert blocks, f"{document}, {heading!r}: no python block"
+    return "\n".join(blocks)
+
+
+def commands(document: str, heading: str) -> list[list[str]]:
+    """The ``et-tensorrt`` command lines of the section's ```sh blocks, split as a shell would, without the program
+    name (run them with ``python -m et_tensorrt``)."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", section(document, heading), re.S | re.M)
+    lines = [line for block in blocks for line in block.splitlines() if line.strip()]
+    for line in lines:
+        assert line.startswith(CLI + " "), f"{document}, {heading!r}: not an {CLI} command: {line!r}"
+    return [shlex.split(line)[1:] for line in lines]
+
+
+def run_python(code: str, cwd) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter in ``cwd``, importing this checkout's et_tensorrt."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.pop("ET_TENSORRT_FALLBACK", None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def printed(stdout: str, label: str) -> str:
+    """What the snippet printed after ``label`` on its one line starting so."""
+    (line,) = [line for line in stdout.splitlines() if line.startswith(label)]
+    return line[len(label) :]
