@@ -26,8 +26,8 @@ token, static), as ExecuTorch's CUDA backend exports LLMs: decode's error after 
 program's bytes against the one-method program's, engines stored, the load (Runner and both methods' first calls)
 and the state the loaded program holds against what one state per method would hold.
 
-Then peak memory and load time of a larger llama's two methods, sharing one state, against the same methods as two
-programs, a state each (``--memory-only``: that table alone).
+Then the resident memory and load time of a larger llama's two methods, sharing one state, against the same methods
+as two programs, a state each (``--memory-only``: that table alone).
 
 Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
 
@@ -170,22 +170,27 @@ def run_methods(make, tokens) -> MethodsRow:
     return row
 
 
-# Loads the program(s) given in a fresh process, runs a 4-token prefill and one decode, and prints the peak
-# resident memory it added over the imports and the time it took: a process of its own per variant, so no
-# allocator cache of another variant is counted.
+# Loads the program(s) given in a fresh process, runs a 4-token prefill and one decode, and prints the resident
+# memory that added (after the imports, after the calls) and the time it took: a process of its own per variant, so
+# no allocator cache of another variant is counted.
 _MEMORY_PROBE = r"""
-import json, resource, sys, time
+import gc, json, sys, time
 import torch, et_tensorrt
+
+def resident_kib():
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:"))
+
 prefill_path, decode_path = sys.argv[1], sys.argv[2]
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+gc.collect()
+before = resident_kib()
 began = time.perf_counter()
 prefill = et_tensorrt.Runner(prefill_path)
 decode = prefill if decode_path == prefill_path else et_tensorrt.Runner(decode_path)
 prefill.run([torch.tensor([[3, 5, 7, 11]]), torch.tensor([0])], method="prefill")
 decode.run([torch.tensor([[13]]), torch.tensor([4])], method="decode")
 seconds = time.perf_counter() - began
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"added_kib": peak - before, "seconds": seconds}))
+gc.collect()
+print(json.dumps({"added_kib": resident_kib() - before, "seconds": seconds}))
 """
 
 
@@ -194,7 +199,7 @@ class MemoryRow:
     variant: str
     files_bytes: int = 0
     state_bytes: int = 0  # the caches the loaded program(s) hold
-    peak_added_mib: float = 0.0  # resident memory the load and the first prefill and decode added
+    resident_added_mib: float = 0.0  # resident memory the load and the first prefill and decode added
     load_ms: float = 0.0
     error: str = ""
 
@@ -229,7 +234,7 @@ def run_memory(folder: str) -> list[MemoryRow]:
             row.error = (done.stderr.strip().splitlines() or ["failed"])[-1][:300]
         else:
             probe = json.loads(done.stdout.strip().splitlines()[-1])
-            row.peak_added_mib, row.load_ms = probe["added_kib"] / 1024, probe["seconds"] * 1e3
+            row.resident_added_mib, row.load_ms = probe["added_kib"] / 1024, probe["seconds"] * 1e3
         rows.append(row)
     return rows
 
@@ -240,16 +245,14 @@ def memory_table() -> list[MemoryRow]:
             memory = run_memory(folder)
         except Exception as exc:  # noqa: BLE001
             memory = [MemoryRow("both", error=f"{type(exc).__name__}: {exc}"[:300])]
-    print(
-        "\nPeak memory, shared vs per-method state (llama, 8 layers, dim 256, 2,048-token cache; fresh process each):\n"
-    )
-    print("| program | files B | state B held | peak resident added MiB | load + first prefill and decode ms |")
+    print("\nMemory, shared vs per-method state (llama, 8 layers, dim 256, 2,048-token cache; fresh process each):\n")
+    print("| program | files B | state B held | resident added MiB | load + first prefill and decode ms |")
     print("|---|---:|---:|---:|---:|")
     for r in memory:
         if r.error:
             print(f"| {r.variant} | failed: {r.error} ||||")
             continue
-        print(f"| {r.variant} | {r.files_bytes:,} | {r.state_bytes:,} | {r.peak_added_mib:.1f} | {r.load_ms:.0f} |")
+        print(f"| {r.variant} | {r.files_bytes:,} | {r.state_bytes:,} | {r.resident_added_mib:.1f} | {r.load_ms:.0f} |")
     return memory
 
 

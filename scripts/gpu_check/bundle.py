@@ -299,16 +299,17 @@ def lower_methods(out: Path) -> dict:
 
 
 def periodic_(model, period: int = 1024) -> None:
-    """Random weights that compress: each tensor repeats one random tile of ``period`` values (norm weights stay 1).
-    A decode step still reads every byte; the .ptd (engine and weights, gigabytes for the 1B shape) gzips to a few
+    """Random weights that compress: each tensor repeats a random tile of ``period`` values of its own (norm weights
+    stay 1). A decode step still reads every byte, and no two tensors hold the same bytes (named data would store
+    them once, and an engine might too); the .ptd (engine and weights: gigabytes for the 1B shape) gzips to a few
     MiB, so it fits the device calls."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
-    tile = torch.randn(period, generator=generator) * 0.02
     for name, p in model.named_parameters():
         if "norm" in name:
             continue
+        tile = torch.randn(period, generator=generator) * 0.02
         p.data.copy_(tile.repeat(p.numel() // period + 1)[: p.numel()].view_as(p).to(p.dtype))
 
 
