@@ -205,7 +205,8 @@ class MemoryRow:
 
 
 def run_memory(folder: str) -> list[MemoryRow]:
-    """A larger ExecuTorch llama (8 layers, dim 256, a 2,048-token cache: 16 MiB of state) as one program of two
+    """A larger ExecuTorch llama (8 layers, dim 256, a 2,048-token cache: 16 MiB of state; a longer one makes its
+    attention mask, a context x context constant, the larger part) as one program of two
     methods, whose methods share the cache, the engine and the weights, against the same two methods lowered as two
     programs, each with its own (what a delegate per method held before the methods shared)."""
     import subprocess
