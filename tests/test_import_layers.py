@@ -57,6 +57,7 @@ LAYER_OF = {
     "et_tensorrt.quantization": "partition",
     "et_tensorrt.lowering": "api",
     "et_tensorrt.llm": "api",
+    "et_tensorrt.seq2seq": "api",
     "et_tensorrt.inspection": "api",
     "et_tensorrt.examples": "api",
     "et_tensorrt.testing": "tools",

@@ -241,6 +241,7 @@ class Seq2Seq:
     methods: dict[str, torch.export.ExportedProgram]
     encoder: torch.nn.Module  # the exported programs run eagerly (each its own state): the reference
     decoder: torch.nn.Module
+    model: torch.nn.Module  # the HF model they were exported from
 
 
 def t5_seq2seq(layers: int = 2) -> Seq2Seq:
@@ -260,4 +261,5 @@ def t5_seq2seq(layers: int = 2) -> Seq2Seq:
         {"encoder": encoder, "decoder": decoder},
         copy.deepcopy(encoder).module(),
         copy.deepcopy(decoder).module(),
+        model,
     )

@@ -191,3 +191,47 @@ def test_encoder_decoder_decodes_like_eager_its_cache_in_the_delegate():
         assert [s.update for s in plan.states if "key_cache" in s.name] == ["in place"] * 2
         token = int(expected[0, -1].argmax())
     assert max(errors) <= TOLERANCE, errors
+
+
+def _projections(program) -> int:
+    return sum(1 for n in program.graph.nodes if n.op == "call_function" and "linear" in str(n.target))
+
+
+def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input():
+    """et_tensorrt.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
+    the decoder reads them instead of projecting the hidden states at every token (two projections fewer per layer),
+    and decodes like HF's own export; they are shared into the decoder's delegate, not copied."""
+    import torch
+
+    from et_tensorrt.seq2seq import export_encoder_decoder
+
+    seq2seq = decoders.t5_seq2seq()
+    methods = export_encoder_decoder(seq2seq.model, max_cache_len=decoders.MAX_CONTEXT, max_input_len=16)
+    layers = seq2seq.model.config.num_decoder_layers
+    assert _projections(methods["decoder"]) == _projections(seq2seq.methods["decoder"]) - 2 * layers
+    runner = Runner(et_tensorrt.lower(methods))
+    ids = torch.tensor([[5, 9, 3, 7, 2, 4]])
+    hidden, *cross = runner.run([ids], method="encoder")
+    assert len(cross) == 2 * layers and float((hidden - seq2seq.encoder(ids)).abs().max()) <= TOLERANCE
+    token, errors = 0, []
+    for position in range(12):
+        got = runner.run([torch.tensor([[token]]), hidden, torch.tensor([position]), *cross], method="decoder")[0]
+        with torch.no_grad():
+            expected = seq2seq.decoder(torch.tensor([[token]]), hidden, torch.tensor([position]))
+        errors.append(float((got - expected).abs().max()))
+        (plan,) = runner.last_plans
+        assert plan.bytes_copied <= 2 * LOGITS + 256  # hidden states and cross K/V shared, the cache in place
+        token = int(expected[0, -1].argmax())
+    assert max(errors) <= TOLERANCE, errors
+
+
+def test_a_decoder_only_model_is_refused_naming_the_causal_lm_export():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from et_tensorrt.errors import OptionError
+    from et_tensorrt.seq2seq import export_encoder_decoder
+
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1))  # fmt: skip
+    with pytest.raises(OptionError, match="is not an encoder-decoder .* use et_tensorrt.llm.export_causal_lm"):
+        export_encoder_decoder(model)
