@@ -1,5 +1,5 @@
-"""The commands (``cache`` lives in cache.py). Arguments arrive checked (parser.py); each command loads, works
-and prints."""
+"""The commands (``cache``, ``explain``, ``generate``, ``inspect`` and ``prepare`` have modules of their own).
+Arguments arrive checked (parser.py); each command loads, works and prints."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from .common import (
 from .display import print_plan, print_tensors, timing
 from .inputs import (
     check_inputs,
-    describe_specs,
     load_inputs,
     load_program,
+    load_programs,
     program_input_specs,
     pte_input_specs,
     random_inputs,
@@ -48,21 +48,8 @@ def _eager(module, inputs) -> list:
 
 
 def cmd_lower(args) -> int:
-    named = [(name, path) for name, path in args.program]
-    if len(named) == 1 and named[0][0] is None:
-        (_, path), program = named[0], load_program(named[0][1])
-        print(f"{path}: {describe_specs(program_input_specs(program))}")
-    else:  # several methods of one program (et_tensorrt.lower's dict)
-        if any(name is None for name, _ in named):
-            raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
-        if len({name for name, _ in named}) != len(named):
-            raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
-        program = {}
-        for name, file in named:
-            program[name] = load_program(file)
-            print(f"{name} = {file}: {describe_specs(program_input_specs(program[name]))}")
-        path = ", ".join(file for _, file in named)
-    request = LoweringRequest.from_args(args, methods=len(named))
+    program, path = load_programs(args.program)
+    request = LoweringRequest.from_args(args, methods=len(args.program))
     lower_program(program, request, args.debug, source=path, output=args.output)
     return EXIT_OK
 
@@ -132,17 +119,6 @@ def _check(args, keep_result: bool = False):
     print("\n".join(result.notes() + [result.summary()]))
     status = EXIT_OK if result.passed else EXIT_MISMATCH
     return (status, result) if keep_result else status
-
-
-def cmd_inspect(args) -> int:
-    from .. import inspection
-
-    try:
-        info = inspection.inspect_file(args.pte)
-    except inspection.NotAProgramError as e:
-        raise CliError(str(e)) from e
-    print(inspection.format_program(info, args.pte))
-    return EXIT_OK
 
 
 def _require_cuda(device: torch.device) -> None:

@@ -60,10 +60,24 @@ def quiet_third_party(debug: bool):
             logging.getLogger(name).setLevel(level)
 
 
+def load_torch(debug: bool) -> None:
+    """torch and the native module (:func:`et_tensorrt.load_native`), inside :func:`quiet_third_party`: torch's
+    import sets its loggers' levels, so they are quieted again."""
+    from .. import load_native
+
+    load_native()
+    if not debug:
+        for name in _THIRD_PARTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def executorch_logs(debug: bool):
     """``--debug``: ExecuTorch's own log lines ("E 00:00:00.01 executorch:method.cpp:...") shown while the command
     runs, which Runner holds back otherwise (its error says what happened); the environment is restored after."""
+    if not debug:  # the runtime is not imported (torch) for nothing
+        yield
+        return
     from ..runtime.runner import EXECUTORCH_LOGS_ENV
 
     saved = os.environ.get(EXECUTORCH_LOGS_ENV)

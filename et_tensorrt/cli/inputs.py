@@ -11,7 +11,7 @@ from typing import NamedTuple
 import torch
 
 from ..inspection import format_spec
-from .common import CliError, quiet_native_stderr
+from .common import CliError, UsageError, quiet_native_stderr
 
 
 class InputSpec(NamedTuple):
@@ -70,6 +70,26 @@ def load_program(path: str):
                 "host (ExecuTorch's usual way), or run on a machine with CUDA"
             ) from e
         raise CliError(f"{path!r} is not a torch.export.save program ({type(e).__name__}: {e})") from e
+
+
+def load_programs(named: Sequence[tuple[str | None, str]]):
+    """``[METHOD=]PROGRAM.pt2`` arguments (the parser's (method or None, path) pairs), loaded and their inputs
+    printed: (the ExportedProgram, its path) for one unnamed program, else (method -> ExportedProgram, the paths)
+    for the methods of one program (et_tensorrt.lower's dict)."""
+    if len(named) == 1 and named[0][0] is None:
+        path = named[0][1]
+        program = load_program(path)
+        print(f"{path}: {describe_specs(program_input_specs(program))}")
+        return program, path
+    if any(name is None for name, _ in named):
+        raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
+    if len({name for name, _ in named}) != len(named):
+        raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
+    programs = {}
+    for name, path in named:
+        programs[name] = load_program(path)
+        print(f"{name} = {path}: {describe_specs(program_input_specs(programs[name]))}")
+    return programs, ", ".join(path for _, path in named)
 
 
 def load_inputs(path: str) -> list[torch.Tensor]:
