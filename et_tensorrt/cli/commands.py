@@ -23,9 +23,11 @@ from .common import (
     load_runtime,
     quiet_native_stderr,
 )
+from .data_file import beside, data_file
 from .display import print_plan, print_tensors, timing
 from .inputs import (
     check_inputs,
+    check_pte_inputs,
     load_inputs,
     load_program,
     load_programs,
@@ -133,6 +135,19 @@ def _require_cuda(device: torch.device) -> None:
         raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
 
 
+@contextlib.contextmanager
+def _named_data_hint(pte: str, data: str | None):
+    """A program whose named data lives in a .ptd, run without one: its error names the .ptd expected beside it."""
+    from ..errors import RunnerError
+
+    try:
+        yield
+    except RunnerError as e:
+        if data is None and "no .ptd was given" in str(e):
+            raise CliError(f"{e}; no {beside(pte)} lies beside the program (give its .ptd with --data)") from e
+        raise
+
+
 def cmd_run(args) -> int:
     from .. import Runner, inspection
 
@@ -143,16 +158,19 @@ def cmd_run(args) -> int:
     except inspection.NotAProgramError as e:
         raise CliError(str(e)) from e
     load_runtime(args.debug)
+    data = data_file(args.pte, args.data)
+    specs = pte_input_specs(args.pte, args.debug)
     if inputs is None:
-        inputs = random_inputs(pte_input_specs(args.pte, args.debug), args.seed)
+        inputs = random_inputs(specs, args.seed)
         print(f"random inputs (seed {args.seed}) of the recorded shapes:")
-    else:  # count, dtype, shape and layout are checked by the Runner against the method: one rule set
+    else:  # shapes and layout are checked by the Runner against the method
         print(f"inputs from {args.inputs}:")
     inputs = [t.to(args.device) for t in inputs]
     print_tensors("input ", inputs)
+    check_pte_inputs(inputs, specs)
     times = []
-    with backend_log(args.debug), quiet_native_stderr(args.debug):
-        runner = Runner(args.pte, verify=not args.no_verify, data_path=args.data)
+    with backend_log(args.debug), quiet_native_stderr(args.debug), _named_data_hint(args.pte, data):
+        runner = Runner(args.pte, verify=not args.no_verify, data_path=data)
         for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
             outputs = runner.run(inputs)

@@ -58,8 +58,23 @@ def _records_cuda(path: str) -> bool:
         return False
 
 
+def _is_pte(path: str) -> bool:
+    from ..inspection import NotAProgramError, check_file
+
+    try:
+        check_file(path)
+    except (NotAProgramError, OSError):
+        return False
+    return True
+
+
 def load_program(path: str):
     """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
+    if _is_pte(path):
+        raise CliError(
+            f"{path!r} is already an ExecuTorch program (.pte), lowered before: `et-tensorrt run {path}` runs it, "
+            f"`et-tensorrt inspect {path}` shows what it holds; this command takes a torch.export.save program (.pt2)"
+        )
     try:
         return torch.export.load(path)
     except Exception as e:
@@ -170,6 +185,21 @@ def check_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> 
             raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.text()}")
         if not spec.accepts(tuple(t.shape)):
             raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.text()}")
+
+
+def check_pte_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec], method: str = "forward") -> None:
+    """Count and dtype of ``inputs`` against a .pte's method inputs, named as the inputs' summary names them
+    (``float64``). Shapes and layout are the Runner's to check: a .pte records upper bounds, not which dims vary."""
+    if len(inputs) != len(specs):
+        count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
+        raise CliError(f"method {method!r} takes {count} ({describe_specs(specs)}), got {len(inputs)}")
+    for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
+        if t.dtype != spec.dtype:
+            given = format_spec(str(t.dtype).replace("torch.", ""), tuple(t.shape))
+            raise CliError(
+                f"input {i} of method {method!r} is {given} but the program takes {spec.text()}: convert it "
+                f"(tensor.to({spec.dtype}))"
+            )
 
 
 def pte_input_specs(path: str, debug: bool = False) -> list[InputSpec]:

@@ -31,10 +31,10 @@ class Result:
 
     @property
     def error_line(self) -> str:
-        """The one line a failing command prints on stderr (nothing else may be there)."""
+        """The one line a failing command prints on stderr (nothing else may be there but notices)."""
         assert "Traceback" not in self.stderr, self.stderr
-        assert len(self.stderr_lines) == 1, self.stderr
-        (line,) = self.stderr_lines
+        assert len(self.noise) == 1, self.stderr
+        (line,) = self.noise
         assert line.startswith("error: "), line
         return line
 
