@@ -11,6 +11,7 @@ import sys
 
 from .common import EXIT_OK, CliError, backend_log, load_torch, quiet_native_stderr
 from .data_file import data_file
+from .progress import notice
 
 
 def _runner_kind(pte: str) -> str:
@@ -61,6 +62,7 @@ def cmd_generate(args) -> int:
     from ..errors import RunnerError
     from ..llm import TextGenerator
 
+    notice(f"loading {args.pte} ({kind}) ...")
     try:
         with quiet_native_stderr(args.debug):  # ExecuTorch's load-time log lines (its errors arrive as exceptions)
             generator = TextGenerator(args.pte, args.tokenizer, data_path=data)
