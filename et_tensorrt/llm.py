@@ -178,12 +178,13 @@ class _Streamed:
     """What native code writes to stdout inside the block (``.text``, bytes), also handed to ``on_piece`` as it
     arrives, from a thread that drains a pipe (the runner flushes each token). The runner's closing
     ``PyTorchObserver {...}`` line is held back from ``on_piece``. Python's own ``sys.stdout`` keeps writing to the
-    real stdout meanwhile, so ``on_piece`` may print."""
+    real stdout meanwhile, so ``on_piece`` may print. An exception ``on_piece`` raises stops the pieces, not the
+    draining (a full pipe would block the runner), and is raised when the block ends."""
 
     _OBSERVER = b"PyTorchObserver "
 
     def __init__(self, on_piece=None):
-        self.on_piece, self.text, self._chunks = on_piece, b"", []
+        self.on_piece, self.text, self._chunks, self._failure = on_piece, b"", [], None
 
     def __enter__(self):
         sys.stdout.flush()
@@ -215,19 +216,27 @@ class _Streamed:
                 shown.append(rest)
                 at_line_start = False
             if shown:
-                self.on_piece(b"".join(shown))
+                self._show(b"".join(shown))
         if held and not held.startswith(self._OBSERVER):
-            self.on_piece(held)
+            self._show(held)
+
+    def _show(self, piece: bytes) -> None:
+        try:
+            self.on_piece(piece)
+        except BaseException as e:  # noqa: BLE001 - raised on the caller's thread by __exit__
+            self._failure, self.on_piece = e, None
 
     def __exit__(self, *exc):
         ctypes.CDLL(None).fflush(None)  # C's stdio buffer, should the runner not have flushed its last token
-        sys.stdout.flush()
-        sys.stdout = self._python_stdout
+        ours, sys.stdout = sys.stdout, self._python_stdout
+        ours.close()  # flushed; the descriptor stays (closefd=False) until:
         os.dup2(self._saved, 1)  # closes the pipe's last write end: the thread reads to its end
         os.close(self._saved)
         self._thread.join()
         os.close(self._read)
         self.text = b"".join(self._chunks)
+        if self._failure is not None and exc[0] is None:
+            raise self._failure
 
 
 class TextGenerator:
