@@ -1,9 +1,11 @@
 """What a `.pte` holds, read without running it: methods, their I/O, and our delegates' blobs.
 
-The program is parsed with ExecuTorch's own deserializer (``deserialize_pte_binary``, which also moves
-delegate segments back inline); every delegate whose backend id is ``EtTensorRTBackend`` is decoded
-with :func:`et_tensorrt.format.blob.read_blob` (the runtime's C++ reader). Passive: nothing here loads the
-program into a runtime, deserializes an engine or the embedded program, or needs a GPU.
+:func:`inspect_bytes` reads the flatbuffer's tables directly (``format/pte_tables.py``: ExecuTorch's ``exir``,
+seconds to import, is not needed); :func:`named_data` and :func:`delegate_blobs` use ExecuTorch's own deserializer
+(``deserialize_pte_binary``, which also moves delegate segments back inline). Every delegate whose backend id is
+``EtTensorRTBackend`` is decoded with :func:`et_tensorrt.format.blob.read_blob` (the runtime's C++ reader).
+Passive: nothing here loads the program into a runtime, deserializes an engine or the embedded program, or needs
+a GPU.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import struct
 import textwrap
 import zipfile
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from ._text import table
 
@@ -159,6 +162,17 @@ def read_file(path: str | os.PathLike) -> bytes:
     return data
 
 
+def read_flatbuffer(path: str | os.PathLike) -> bytes:
+    """A program file's flatbuffer, without the segments after it (the extended header says where it ends): all
+    that method names, I/O and delegate tables need, a few KiB of a multi-GB LLM. Checked as :func:`check_file`."""
+    path = os.fspath(path)
+    check_file(path)
+    with open(path, "rb") as f:
+        head = f.read(_EXTENDED_HEADER_END)
+        size = struct.unpack_from("<Q", head, 16)[0] if head[8:12] == b"eh00" else None
+        return head + f.read(None if size is None else max(size - len(head), 0))
+
+
 def check_file(path: str | os.PathLike) -> str:
     """``check_header`` on a file, reading only its first bytes."""
     path = os.fspath(path)
@@ -277,37 +291,55 @@ def _delegates_of(program, backend_id: str | None = None) -> list[tuple[str, obj
     return [(plan.name, d) for plan in program.execution_plan for d in plan.delegates if d.id == wanted]
 
 
+def _segment_base(head: bytes) -> int:
+    """Where the segments start (ExecuTorch's extended header); 0 without one."""
+    if len(head) < 32 or head[8:12] != b"eh00":
+        return 0
+    return struct.unpack_from("<Q", head, 24)[0]
+
+
+def _tables_value(value) -> ValueInfo:
+    if value.kind != "Tensor":
+        return ValueInfo(value.kind.lower())
+    return ValueInfo("tensor", scalar_name(value.scalar_type), value.sizes, value.dynamic)
+
+
 def inspect_bytes(data: bytes, source: str = "input") -> ProgramInfo:
-    """Parse a whole program (raises NotAProgramError when it is not one)."""
+    """Parse a whole program (raises NotAProgramError when it is not one). The flatbuffer's tables are read
+    directly (format/pte_tables.py: no ExecuTorch import), our delegates' blobs by the C++ reader."""
     from .compile_specs import decode
     from .errors import BlobFormatError
     from .format.blob import read_blob
+    from .format.pte_tables import PteTableError, read_tables
 
     schema = check_header(data, source)
-    program = _deserialize(data, source)
-
-    methods = []
-    for plan in program.execution_plan:
-        delegates = []
-        for i, d in enumerate(plan.delegates):
-            payload = _delegate_bytes(program, d)
-            info = DelegateInfo(plan.name, i, d.id, len(payload), decode(d.compile_specs))
-            if info.ours:
-                info.blob_version = _blob_version(payload)
-                try:
-                    info.blob = read_blob(payload)
-                except BlobFormatError as e:
-                    info.blob_error = str(e)
-            delegates.append(info)
-        methods.append(
-            MethodInfo(
-                name=plan.name,
-                inputs=[_value_info(plan.values[i]) for i in plan.inputs],
-                outputs=[_value_info(plan.values[i]) for i in plan.outputs],
-                delegates=delegates,
-                operators=[f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators],
+    try:
+        tables = read_tables(data, _segment_base(bytes(data[:_EXTENDED_HEADER_END])))
+        methods = []
+        for plan in tables.plans:
+            delegates = []
+            for i, d in enumerate(plan.delegates):
+                payload = bytes(tables.delegate_bytes(d))
+                specs = [SimpleNamespace(key=key, value=value) for key, value in d.compile_specs]
+                info = DelegateInfo(plan.name, i, d.id, len(payload), decode(specs))
+                if info.ours:
+                    info.blob_version = _blob_version(payload)
+                    try:
+                        info.blob = read_blob(payload)
+                    except BlobFormatError as e:
+                        info.blob_error = str(e)
+                delegates.append(info)
+            methods.append(
+                MethodInfo(
+                    name=plan.name,
+                    inputs=[_tables_value(plan.values[i]) for i in plan.inputs],
+                    outputs=[_tables_value(plan.values[i]) for i in plan.outputs],
+                    delegates=delegates,
+                    operators=[f"{name}.{overload}" if overload else name for name, overload in plan.operators],
+                )
             )
-        )
+    except (PteTableError, IndexError) as e:
+        raise NotAProgramError(f"{source} could not be parsed as an ExecuTorch program: {type(e).__name__}: {e}") from e
     return ProgramInfo(size=len(data), schema=schema, methods=methods)
 
 

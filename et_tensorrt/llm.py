@@ -13,9 +13,11 @@ reads what it prints through the file descriptor.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +37,10 @@ REQUIRED_METHODS = (
 
 
 def _method_names(pte: bytes) -> set[str]:
-    from .inspection import inspect_bytes
+    """Read from the flatbuffer alone (no ExecuTorch, no torch): the command line refuses a file at once."""
+    from .format.pte_tables import method_names
 
-    return {m.name for m in inspect_bytes(pte).methods}
+    return set(method_names(pte))
 
 
 def missing_methods(pte: bytes, decoding: Sequence[str] = ("forward",)) -> list[str]:
@@ -246,6 +249,10 @@ class Generation:
     prompt_tokens: int
     generated_tokens: int
     seconds: float  # the runner's own inference time (prefill + decode)
+    # Bytes each decode step (one token) moved between host and device, one entry per step; empty when not
+    # measured. `bytes_counted` says what the numbers include.
+    step_bytes: tuple[int, ...] = ()
+    bytes_counted: str = ""
 
     @property
     def tokens_per_second(self) -> float:
@@ -279,6 +286,71 @@ class _Captured:
         self._file.close()
 
 
+class _Streamed:
+    """What native code writes to stdout inside the block (``.text``, bytes), also handed to ``on_piece`` as it
+    arrives, from a thread that drains a pipe (the runner flushes each token). The runner's closing
+    ``PyTorchObserver {...}`` line is held back from ``on_piece``. Python's own ``sys.stdout`` keeps writing to the
+    real stdout meanwhile, so ``on_piece`` may print. An exception ``on_piece`` raises stops the pieces, not the
+    draining (a full pipe would block the runner), and is raised when the block ends."""
+
+    _OBSERVER = b"PyTorchObserver "
+
+    def __init__(self, on_piece=None):
+        self.on_piece, self.text, self._chunks, self._failure = on_piece, b"", [], None
+
+    def __enter__(self):
+        sys.stdout.flush()
+        self._read, write = os.pipe()
+        self._saved = os.dup(1)
+        os.dup2(write, 1)
+        os.close(write)
+        self._python_stdout = sys.stdout
+        sys.stdout = open(self._saved, "w", closefd=False, encoding=getattr(sys.stdout, "encoding", None))
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+        return self
+
+    def _pump(self) -> None:
+        held, at_line_start = b"", True  # held: a line's start that may be the observer's
+        while chunk := os.read(self._read, 1 << 16):
+            self._chunks.append(chunk)
+            if self.on_piece is None:
+                continue
+            *lines, rest = (held + chunk).split(b"\n")
+            shown, held = [], b""
+            for line in lines:
+                if not (at_line_start and line.startswith(self._OBSERVER)):
+                    shown.append(line + b"\n")
+                at_line_start = True
+            if at_line_start and rest and (rest.startswith(self._OBSERVER) or self._OBSERVER.startswith(rest)):
+                held = rest
+            elif rest:
+                shown.append(rest)
+                at_line_start = False
+            if shown:
+                self._show(b"".join(shown))
+        if held and not held.startswith(self._OBSERVER):
+            self._show(held)
+
+    def _show(self, piece: bytes) -> None:
+        try:
+            self.on_piece(piece)
+        except BaseException as e:  # noqa: BLE001 - raised on the caller's thread by __exit__
+            self._failure, self.on_piece = e, None
+
+    def __exit__(self, *exc):
+        ctypes.CDLL(None).fflush(None)  # C's stdio buffer, should the runner not have flushed its last token
+        ours, sys.stdout = sys.stdout, self._python_stdout
+        ours.close()  # flushed; the descriptor stays (closefd=False) until:
+        os.dup2(self._saved, 1)  # closes the pipe's last write end: the thread reads to its end
+        os.close(self._saved)
+        self._thread.join()
+        os.close(self._read)
+        self.text = b"".join(self._chunks)
+        if self._failure is not None and exc[0] is None:
+            raise self._failure
+
+
 class TextGenerator:
     """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece); a
     program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`) is driven by :class:`MethodsDriver`
@@ -296,11 +368,18 @@ class TextGenerator:
         self, model: str | os.PathLike, tokenizer: str | os.PathLike, data_path: str | os.PathLike | None = None
     ):
         """``data_path``: the .ptd holding the program's named data (a lowering with ``named_data="ptd"``)."""
-        import et_tensorrt  # noqa: F401  (registers the backend in libexecutorch.so)
+        from . import load_native
+        from .compile_specs import BACKEND_ID
+        from .format.pte_tables import read_tables
 
+        load_native()  # the backend registered in libexecutorch.so (the command line's process defers it)
         _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:
-            missing = missing_methods(f.read())
+            pte = f.read()
+        missing = missing_methods(pte)
+        forward = [plan for plan in read_tables(pte).plans if plan.name == "forward"]
+        # our delegate calls per forward call: how the recorded plans group into decode steps
+        self._delegates = sum(d.id == BACKEND_ID for plan in forward for d in plan.delegates)
         if missing:
             raise RunnerError(
                 f"{os.fspath(model)} is not an LLM program TextLLMRunner can drive: it has no method(s) "
@@ -319,16 +398,19 @@ class TextGenerator:
         if failure is not None:
             raise RunnerError(f"TextLLMRunner could not load {os.fspath(model)}: {failure}{_reasons(self.log)}")
 
-    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0) -> Generation:
-        """Continues the sequence (the runner keeps its position; :meth:`reset` starts over)."""
+    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None) -> Generation:
+        """Continues the sequence (the runner keeps its position; :meth:`reset` starts over). ``on_token``: called
+        with each piece of text (bytes) as the runner prints it, from another thread."""
         from executorch.extension.llm.runner import GenerationConfig
+
+        from .runtime.runner import record_plans
 
         config = GenerationConfig()
         config.max_new_tokens = max_new_tokens
         config.temperature = temperature
         config.echo = False
         stats = []
-        with _Captured(1) as out, _Captured(2) as log:
+        with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls:
             try:
                 self._runner.generate(prompt, config, stats_callback=stats.append)
                 failure = None
@@ -346,7 +428,20 @@ class TextGenerator:
         seconds = (s.inference_end_ms - s.inference_start_ms) / 1e3
         # the runner ends with one "PyTorchObserver {json stats}" line of its own
         text = b"\n".join(line for line in text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
-        return Generation(text.rstrip(b"\n"), s.num_prompt_tokens, s.num_generated_tokens, seconds)
+        steps = self._decode_step_bytes(calls.plans, s.num_generated_tokens)
+        counted = "the copies the et_tensorrt delegates made (their placement plans); ExecuTorch's own copies at the "
+        counted += "method boundary are not seen from here"
+        return Generation(
+            text.rstrip(b"\n"), s.num_prompt_tokens, s.num_generated_tokens, seconds, steps, counted if steps else ""
+        )
+
+    def _decode_step_bytes(self, plans, generated: int) -> tuple[int, ...]:
+        """Bytes each decode step's forward call moved: the recorded delegate plans, ``self._delegates`` a call, the
+        last ``generated - 1`` calls (the prompt's call yields the first token)."""
+        calls = [plans[i : i + self._delegates] for i in range(0, len(plans), self._delegates or 1)]
+        if not self._delegates or generated < 2 or len(calls) < generated - 1:
+            return ()
+        return tuple(sum(p.bytes_copied for p in call) for call in calls[len(calls) - (generated - 1) :])
 
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
@@ -412,7 +507,8 @@ class MethodsDriver:
         text = self._tokenizer.id_to_token(token) or ""
         return bytes(self._bytes[c] for c in text if c in self._bytes)
 
-    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0) -> Generation:
+    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None) -> Generation:
+        """``on_token``: called with each piece of text (bytes) as it is generated."""
         import time
 
         import torch
@@ -427,7 +523,7 @@ class MethodsDriver:
         began = time.perf_counter()
         logits = self._runner.run(self._inputs(tokens), method="prefill")[0]
         self._position += len(tokens)
-        out, generated = [], 0
+        out, generated, steps = [], 0, []
         while generated < max_new_tokens:
             last = logits.reshape(-1, logits.shape[-1])[-1].float()
             if temperature > 0:
@@ -438,11 +534,16 @@ class MethodsDriver:
             if token in self._eos:
                 break
             out.append(self._piece(token))
+            if on_token is not None:
+                on_token(out[-1])
             if generated == max_new_tokens:
                 break
             logits = self._runner.run(self._inputs([token]), method="decode")[0]
+            steps.append(self._runner.last_plan.bytes_copied)
             self._position += 1
-        return Generation(b"".join(out), len(tokens), generated, time.perf_counter() - began)
+        counted = "every copy of the decode call, the method boundary's included (Runner's placement plan)"
+        seconds = time.perf_counter() - began
+        return Generation(b"".join(out), len(tokens), generated, seconds, tuple(steps), counted if steps else "")
 
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import OptionError
+
+if TYPE_CHECKING:  # torch is imported where tensors are compared: the command line reads TOLERANCES without it
+    import torch
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ def error_share(got: torch.Tensor, want: torch.Tensor) -> float:
 def for_quantized(precision: str, expected) -> Tolerances:
     """``for_precision``'s tolerances, with an absolute tolerance of ``QUANTIZED_SHARE`` of the largest
     magnitude among the ``expected`` outputs."""
+    import torch
+
     base = for_precision(precision)
     tensors = [e for e in expected if isinstance(e, torch.Tensor) and e.is_floating_point() and e.numel()]
     absmax = max((float(e.abs().max()) for e in tensors), default=0.0)
@@ -150,6 +154,8 @@ def compare(expected: Sequence, actual: Sequence, tolerances: Tolerances) -> Com
 
 
 def _compare_one(index: int, e, a, tol: Tolerances) -> OutputComparison:
+    import torch
+
     if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor):
         same = type(e) is type(a) and e == a
         return OutputComparison(index, None, None, None, "" if same else f"{a!r} vs reference {e!r}")

@@ -1,6 +1,7 @@
 """The `et-tensorrt` / `python -m et_tensorrt` command line.
 
-Commands: demo, lower, inspect, run, prepare, check, describe, cache (`et-tensorrt COMMAND --help` for each).
+Commands: demo, lower, explain, inspect, run, prepare, check, generate, describe, cache (`et-tensorrt COMMAND
+--help` for each).
 Exit status: 0 success; 1 error (one `error:` line on stderr; `--debug` shows the traceback); 2 bad
 command line (checked before any work); 3 `check`/`demo` did not pass; 4 the lowering delegated nothing
 (`--allow-no-delegate` accepts that).
@@ -8,11 +9,10 @@ command line (checked before any work); 3 `check`/`demo` did not pass; 4 the low
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from ..errors import OptionError
-from .cache import cmd_cache
-from .commands import cmd_check, cmd_demo, cmd_describe, cmd_inspect, cmd_lower, cmd_run
 from .common import (
     EXIT_ERROR,
     EXIT_MISMATCH,
@@ -23,23 +23,26 @@ from .common import (
     NothingDelegated,
     UsageError,
     executorch_logs,
+    load_torch,
     quiet_third_party,
 )
-from .generate import cmd_generate
 from .parser import build_parser
-from .prepare import cmd_prepare
 
+# command -> "module:function" of this package, imported once the command line is parsed (most import torch).
 COMMANDS = {
-    "demo": cmd_demo,
-    "lower": cmd_lower,
-    "inspect": cmd_inspect,
-    "run": cmd_run,
-    "prepare": cmd_prepare,
-    "check": cmd_check,
-    "generate": cmd_generate,
-    "describe": cmd_describe,
-    "cache": cmd_cache,
+    "demo": "commands:cmd_demo",
+    "lower": "commands:cmd_lower",
+    "explain": "explain:cmd_explain",
+    "inspect": "inspect:cmd_inspect",
+    "run": "commands:cmd_run",
+    "prepare": "prepare:cmd_prepare",
+    "check": "commands:cmd_check",
+    "generate": "generate:cmd_generate",
+    "describe": "commands:cmd_describe",
+    "cache": "cache:cmd_cache",
 }
+# Commands that load torch and the native module only when they need them (the rest: before they start).
+_LIGHT = {"inspect", "generate"}
 
 __all__ = [
     "EXIT_ERROR",
@@ -75,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):
                 _check_environment()
-            return args.func(args)
+            if args.command not in _LIGHT:
+                load_torch(args.debug)
+            module, function = COMMANDS[args.command].split(":")
+            return getattr(importlib.import_module(f".{module}", __name__), function)(args)
         except KeyboardInterrupt:
             print("error: interrupted", file=sys.stderr)
             return EXIT_ERROR

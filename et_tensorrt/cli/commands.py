@@ -1,5 +1,5 @@
-"""The commands (``cache`` lives in cache.py). Arguments arrive checked (parser.py); each command loads, works
-and prints."""
+"""The commands (``cache``, ``explain``, ``generate``, ``inspect`` and ``prepare`` have modules of their own).
+Arguments arrive checked (parser.py); each command loads, works and prints."""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from .common import (
     load_runtime,
     quiet_native_stderr,
 )
+from .data_file import beside, data_file
 from .display import print_plan, print_tensors, timing
 from .inputs import (
     check_inputs,
-    describe_specs,
+    check_pte_inputs,
     load_inputs,
     load_program,
+    load_programs,
     program_input_specs,
     pte_input_specs,
     random_inputs,
@@ -48,21 +50,8 @@ def _eager(module, inputs) -> list:
 
 
 def cmd_lower(args) -> int:
-    named = [(name, path) for name, path in args.program]
-    if len(named) == 1 and named[0][0] is None:
-        (_, path), program = named[0], load_program(named[0][1])
-        print(f"{path}: {describe_specs(program_input_specs(program))}")
-    else:  # several methods of one program (et_tensorrt.lower's dict)
-        if any(name is None for name, _ in named):
-            raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
-        if len({name for name, _ in named}) != len(named):
-            raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
-        program = {}
-        for name, file in named:
-            program[name] = load_program(file)
-            print(f"{name} = {file}: {describe_specs(program_input_specs(program[name]))}")
-        path = ", ".join(file for _, file in named)
-    request = LoweringRequest.from_args(args, methods=len(named))
+    program, path = load_programs(args.program)
+    request = LoweringRequest.from_args(args, methods=len(args.program))
     lower_program(program, request, args.debug, source=path, output=args.output)
     return EXIT_OK
 
@@ -134,17 +123,6 @@ def _check(args, keep_result: bool = False):
     return (status, result) if keep_result else status
 
 
-def cmd_inspect(args) -> int:
-    from .. import inspection
-
-    try:
-        info = inspection.inspect_file(args.pte)
-    except inspection.NotAProgramError as e:
-        raise CliError(str(e)) from e
-    print(inspection.format_program(info, args.pte))
-    return EXIT_OK
-
-
 def _require_cuda(device: torch.device) -> None:
     if device.type != "cuda":
         return
@@ -157,6 +135,19 @@ def _require_cuda(device: torch.device) -> None:
         raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
 
 
+@contextlib.contextmanager
+def _named_data_hint(pte: str, data: str | None):
+    """A program whose named data lives in a .ptd, run without one: its error names the .ptd expected beside it."""
+    from ..errors import RunnerError
+
+    try:
+        yield
+    except RunnerError as e:
+        if data is None and "no .ptd was given" in str(e):
+            raise CliError(f"{e}; no {beside(pte)} lies beside the program (give its .ptd with --data)") from e
+        raise
+
+
 def cmd_run(args) -> int:
     from .. import Runner, inspection
 
@@ -167,16 +158,19 @@ def cmd_run(args) -> int:
     except inspection.NotAProgramError as e:
         raise CliError(str(e)) from e
     load_runtime(args.debug)
+    data = data_file(args.pte, args.data)
+    specs = pte_input_specs(args.pte, args.debug)
     if inputs is None:
-        inputs = random_inputs(pte_input_specs(args.pte, args.debug), args.seed)
+        inputs = random_inputs(specs, args.seed)
         print(f"random inputs (seed {args.seed}) of the recorded shapes:")
-    else:  # count, dtype, shape and layout are checked by the Runner against the method: one rule set
+    else:  # shapes and layout are checked by the Runner against the method
         print(f"inputs from {args.inputs}:")
     inputs = [t.to(args.device) for t in inputs]
     print_tensors("input ", inputs)
+    check_pte_inputs(inputs, specs)
     times = []
-    with backend_log(args.debug), quiet_native_stderr(args.debug):
-        runner = Runner(args.pte, verify=not args.no_verify, data_path=args.data)
+    with backend_log(args.debug), quiet_native_stderr(args.debug), _named_data_hint(args.pte, data):
+        runner = Runner(args.pte, verify=not args.no_verify, data_path=data)
         for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
             outputs = runner.run(inputs)

@@ -1,6 +1,6 @@
 """What every command shares: exit statuses, the errors that map to them, and keeping the terminal ours
-(third-party loggers and warnings quieted, the backend's progress on stdout). Only the command line quiets
-anything: the library leaves logging and warnings to its caller."""
+(third-party loggers and warnings quieted, the backend's progress and notices on stderr, so that stdout holds the
+command's results). Only the command line quiets anything: the library leaves logging and warnings to its caller."""
 
 from __future__ import annotations
 
@@ -60,10 +60,24 @@ def quiet_third_party(debug: bool):
             logging.getLogger(name).setLevel(level)
 
 
+def load_torch(debug: bool) -> None:
+    """torch and the native module (:func:`et_tensorrt.load_native`), inside :func:`quiet_third_party`: torch's
+    import sets its loggers' levels, so they are quieted again."""
+    from .. import load_native
+
+    load_native()
+    if not debug:
+        for name in _THIRD_PARTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def executorch_logs(debug: bool):
     """``--debug``: ExecuTorch's own log lines ("E 00:00:00.01 executorch:method.cpp:...") shown while the command
     runs, which Runner holds back otherwise (its error says what happened); the environment is restored after."""
+    if not debug:  # the runtime is not imported (torch) for nothing
+        yield
+        return
     from ..runtime.runner import EXECUTORCH_LOGS_ENV
 
     saved = os.environ.get(EXECUTORCH_LOGS_ENV)
@@ -96,21 +110,36 @@ def quiet_native_stderr(debug: bool):
         os.close(saved)
 
 
-class _LogToStdout(logging.Handler):
-    """The backend's progress ("engine i/n: ...") and the runtime's notes, interleaved with our output."""
+class _LogToStderr(logging.Handler):
+    """The backend's progress ("engine i/n: ...") and the runtime's notes ("runs with PyTorch on cpu"), on stderr:
+    a copy of it taken when the block starts, so that quiet_native_stderr inside the block does not hide them."""
+
+    def __init__(self, level: int, stream):
+        super().__init__(level)
+        self.stream = stream
 
     def emit(self, record):
         message = record.getMessage()
         if message.startswith("et_tensorrt: "):
             message = message[len("et_tensorrt: ") :]
         level = "" if record.levelno <= logging.INFO else f"{record.levelname.lower()}: "
-        print(f"  [et_tensorrt] {level}{message}", flush=True)
+        print(f"  [et_tensorrt] {level}{message}", file=self.stream, flush=True)
+
+
+def _stderr_copy():
+    """A stream on a duplicate of file descriptor 2; sys.stderr itself where it has none (a test's capture)."""
+    sys.stderr.flush()
+    try:
+        return open(os.dup(sys.stderr.fileno()), "w", buffering=1)  # closed by backend_log
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 @contextlib.contextmanager
 def backend_log(debug: bool):
     logger = logging.getLogger("et_tensorrt")
-    handler = _LogToStdout(logging.DEBUG if debug else logging.INFO)
+    copy = _stderr_copy()
+    handler = _LogToStderr(logging.DEBUG if debug else logging.INFO, copy or sys.stderr)
     old_level, old_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(handler.level)
@@ -121,6 +150,8 @@ def backend_log(debug: bool):
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate
+        if copy is not None:
+            copy.close()
 
 
 def load_runtime(debug: bool) -> None:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import torch
 
 from ..inspection import format_spec
-from .common import CliError, quiet_native_stderr
+from .common import CliError, UsageError, quiet_native_stderr
 
 
 class InputSpec(NamedTuple):
@@ -58,8 +58,23 @@ def _records_cuda(path: str) -> bool:
         return False
 
 
+def _is_pte(path: str) -> bool:
+    from ..inspection import NotAProgramError, check_file
+
+    try:
+        check_file(path)
+    except (NotAProgramError, OSError):
+        return False
+    return True
+
+
 def load_program(path: str):
     """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
+    if _is_pte(path):
+        raise CliError(
+            f"{path!r} is already an ExecuTorch program (.pte), lowered before: `et-tensorrt run {path}` runs it, "
+            f"`et-tensorrt inspect {path}` shows what it holds; this command takes a torch.export.save program (.pt2)"
+        )
     try:
         return torch.export.load(path)
     except Exception as e:
@@ -70,6 +85,26 @@ def load_program(path: str):
                 "host (ExecuTorch's usual way), or run on a machine with CUDA"
             ) from e
         raise CliError(f"{path!r} is not a torch.export.save program ({type(e).__name__}: {e})") from e
+
+
+def load_programs(named: Sequence[tuple[str | None, str]]):
+    """``[METHOD=]PROGRAM.pt2`` arguments (the parser's (method or None, path) pairs), loaded and their inputs
+    printed: (the ExportedProgram, its path) for one unnamed program, else (method -> ExportedProgram, the paths)
+    for the methods of one program (et_tensorrt.lower's dict)."""
+    if len(named) == 1 and named[0][0] is None:
+        path = named[0][1]
+        program = load_program(path)
+        print(f"{path}: {describe_specs(program_input_specs(program))}")
+        return program, path
+    if any(name is None for name, _ in named):
+        raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
+    if len({name for name, _ in named}) != len(named):
+        raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
+    programs = {}
+    for name, path in named:
+        programs[name] = load_program(path)
+        print(f"{name} = {path}: {describe_specs(program_input_specs(programs[name]))}")
+    return programs, ", ".join(path for _, path in named)
 
 
 def load_inputs(path: str) -> list[torch.Tensor]:
@@ -150,6 +185,21 @@ def check_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> 
             raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.text()}")
         if not spec.accepts(tuple(t.shape)):
             raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.text()}")
+
+
+def check_pte_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec], method: str = "forward") -> None:
+    """Count and dtype of ``inputs`` against a .pte's method inputs, named as the inputs' summary names them
+    (``float64``). Shapes and layout are the Runner's to check: a .pte records upper bounds, not which dims vary."""
+    if len(inputs) != len(specs):
+        count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
+        raise CliError(f"method {method!r} takes {count} ({describe_specs(specs)}), got {len(inputs)}")
+    for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
+        if t.dtype != spec.dtype:
+            given = format_spec(str(t.dtype).replace("torch.", ""), tuple(t.shape))
+            raise CliError(
+                f"input {i} of method {method!r} is {given} but the program takes {spec.text()}: convert it "
+                f"(tensor.to({spec.dtype}))"
+            )
 
 
 def pte_input_specs(path: str, debug: bool = False) -> list[InputSpec]:

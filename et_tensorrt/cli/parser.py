@@ -1,5 +1,6 @@
 """The argparse tree. Every value is checked here, before any work: a bad one is one ``error:`` line and
-exit status 2."""
+exit status 2. Building the tree imports no torch (a second or more): a value that needs it (a device, an op
+name) imports it when it is parsed, so ``--help`` and most argument errors answer at once."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import os
 import re
 import sys
 from importlib import metadata
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..compile_specs import NAMED_DATA_MODES, PRECISIONS, WEIGHTS_MODES, BuildOptions
 from ..errors import OptionError
 from ..parity import TOLERANCES
 from .common import EXIT_USAGE
+
+if TYPE_CHECKING:
+    import torch
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
@@ -28,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_device(text: str, *, allow_cpu: bool) -> torch.device:
     """``cpu`` / ``cuda`` / ``cuda:N`` (no torch parsing surprises such as ``cuda:-1`` or ``meta``)."""
+    import torch
+
     m = _DEVICE_RE.match(text.strip())
     allowed = "cpu or cuda[:N]" if allow_cpu else "cuda[:N]"
     if m is None or (m.group(1) == "cpu" and m.group(2) is not None):
@@ -109,6 +114,8 @@ def _target_arch(text: str) -> str:
 
 
 def _aten_packets() -> list[str]:
+    import torch
+
     return sorted(
         {n.split("::", 1)[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
     )
@@ -117,6 +124,8 @@ def _aten_packets() -> list[str]:
 def torch_op_name(text: str) -> str:
     """An op name as the partitioner matches it (``aten.relu.default`` or the packet ``aten.relu``). aten ops
     are checked against torch's registry here; other namespaces once the partitioner sees the program."""
+    import torch
+
     name = text.strip()
     parts = name.split(".")
     if 2 <= len(parts) <= 3 and all(parts):
@@ -137,6 +146,8 @@ def torch_op_name(text: str) -> str:
 
 
 def _version() -> str:
+    import torch
+
     from .. import __version__
 
     def installed(dist: str) -> str | None:
@@ -155,11 +166,34 @@ def _version() -> str:
     )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the versions are read (torch imported) only when asked for."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
+def _torch_executed_op(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--torch-executed-op",
+        action="append",
+        type=torch_op_name,
+        metavar="OP",
+        default=[],
+        help="keep this op on the host, e.g. aten.sigmoid.default (repeatable); an op that matches no "
+        "node of the program is an error",
+    )
+
+
 def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
     p.add_argument(
         "--target-device",
         type=_engine_device,
-        default=_engine_device("cuda:0"),
+        default="cuda:0",  # a string default goes through `type` once parsing is done
         metavar="DEVICE",
         help="the engines' device, cuda or cuda:N (default cuda:0)",
     )
@@ -172,16 +206,8 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
     )
     if not full:
         return
+    _torch_executed_op(p)
     defaults = BuildOptions()
-    p.add_argument(
-        "--torch-executed-op",
-        action="append",
-        type=torch_op_name,
-        metavar="OP",
-        default=[],
-        help="keep this op on the host, e.g. aten.sigmoid.default (repeatable); an op that matches no "
-        "node of the program is an error",
-    )
     p.add_argument(
         "--precision",
         choices=PRECISIONS,
@@ -253,11 +279,11 @@ def _input_options(p: argparse.ArgumentParser, shapes: str) -> None:
 
 
 def build_parser(commands, description: str | None = None) -> argparse.ArgumentParser:
-    """``commands``: command name -> function(args) -> exit status; ``description``: the help's text (the cli
+    """``commands``: the command names (each parser's ``command``); ``description``: the help's text (the cli
     package's docstring, which passes it: parser imports nothing of the package that imports it)."""
     parser = _Parser(prog="et-tensorrt", description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks, all warnings and library logs")
-    parser.add_argument("--version", action="version", version=_version(), help="print versions and exit")
+    parser.add_argument("--version", action=_VersionAction, help="print versions and exit")
     sub = parser.add_subparsers(
         dest="command",
         required=True,
@@ -287,6 +313,19 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("-o", "--output", type=_output_file, required=True, metavar="PTE", help="the .pte to write")
     _lowering_options(p)
 
+    p = sub.add_parser(
+        "explain", help="what `lower` would delegate, node by node, and why the rest stays on the host (builds nothing)"
+    )
+    p.add_argument(
+        "program",
+        type=_method_program,
+        nargs="+",
+        metavar="[METHOD=]PROGRAM.pt2",
+        help="a .pt2 written by torch.export.save, or several METHOD=PROGRAM.pt2 (as `lower` takes them)",
+    )
+    _lowering_options(p, full=False)
+    _torch_executed_op(p)
+
     p = sub.add_parser("inspect", help="methods, delegates and per-partition I/O of a .pte (runs nothing)")
     p.add_argument("pte", type=_existing_file, help="a .pte written by `lower` (or any ExecuTorch program)")
 
@@ -297,7 +336,7 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument(
         "--device",
         type=_host_or_cuda,
-        default=torch.device("cpu"),
+        default="cpu",
         help="where the inputs live: cpu or cuda:N (default cpu)",
     )
     p.add_argument("--repeat", type=_at_least_one, default=1, metavar="N", help="calls to time (default 1)")
@@ -323,7 +362,7 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
         "-o", "--output", type=_output_file, metavar="PTE", help="also write a copy whose blobs carry these engines"
     )
     p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
-    p.add_argument("--device", type=_engine_device, default=_engine_device("cuda:0"), help="the GPU (default cuda:0)")
+    p.add_argument("--device", type=_engine_device, default="cuda:0", help="the GPU (default cuda:0)")
 
     p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
     p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")
@@ -356,6 +395,5 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
         help="list: entries (size, last used, model and partition) and the total; size: the total against "
         "the limit; clear: remove every entry (default list)",
     )
-    for name, action in sub.choices.items():
-        action.set_defaults(func=commands[name])
+    assert set(sub.choices) == set(commands), "a command without its parser, or the reverse"
     return parser

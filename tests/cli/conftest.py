@@ -24,11 +24,17 @@ class Result:
         return self.stderr.splitlines()
 
     @property
+    def noise(self) -> list[str]:
+        """stderr lines other than notices: the backend's and the runtime's ("  [et_tensorrt] ...", e.g. "runs
+        with PyTorch on cpu") and the command's own ("note: ...")."""
+        return [line for line in self.stderr_lines if not line.startswith(("  [et_tensorrt] ", "note: "))]
+
+    @property
     def error_line(self) -> str:
-        """The one line a failing command prints on stderr (nothing else may be there)."""
+        """The one line a failing command prints on stderr (nothing else may be there but notices)."""
         assert "Traceback" not in self.stderr, self.stderr
-        assert len(self.stderr_lines) == 1, self.stderr
-        (line,) = self.stderr_lines
+        assert len(self.noise) == 1, self.stderr
+        (line,) = self.noise
         assert line.startswith("error: "), line
         return line
 

@@ -4,6 +4,8 @@ continued, and reset to start over."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import et_tensorrt
@@ -44,8 +46,12 @@ def test_same_text_as_xnnpack_then_continued_then_reset(llm):
     texts = {}
     for name, pte in (("et_tensorrt", ours), ("xnnpack", xnnpack)):
         generator = TextGenerator(pte, tokenizer)
-        first = generator.generate("the cat", max_new_tokens=8)
+        pieces = []
+        first = generator.generate("the cat", max_new_tokens=8, on_token=pieces.append)
         assert first.prompt_tokens >= 2 and first.generated_tokens >= 1
+        assert b"".join(pieces).rstrip(b"\n") == first.text  # streamed: every piece, the runner's stats line left out
+        # bytes per decode step: our delegate's recorded plans (XNNPACK's calls record none)
+        assert len(first.step_bytes) == (first.generated_tokens - 1 if name == "et_tensorrt" else 0)
         more = generator.generate(" sat on", max_new_tokens=4)  # continues at the position the first left
         generator.reset()
         again = generator.generate("the cat", max_new_tokens=8)
@@ -79,9 +85,15 @@ def test_cli_generate(llm, run_cli):
     result = run_cli(
         "generate", ours, "--tokenizer", tokenizer, "--prompt", "the cat", "--max-new-tokens", 4, cwd=ours.parent
     )
-    assert result.status == 0 and result.stderr == "", result.stderr
+    assert result.status == 0 and result.noise == [], result.stderr
     assert result.stdout.startswith("the cat")
     assert "generated in" in result.stdout and "by TextLLMRunner; the KV cache stays in the delegate" in result.stdout
+    assert re.search(
+        r"^bytes moved per decode step: median [\d,]+ B \(min [\d,]+ B, max [\d,]+ B, \d step\(s\)\); "
+        r"counted: the copies the et_tensorrt delegates made",
+        result.stdout,
+        re.M,
+    ), result.stdout
 
 
 def test_program_without_llm_methods_is_refused(llm, tmp_path):
@@ -118,7 +130,10 @@ def test_prefill_and_decode_methods_generate_the_one_method_text(llm, tmp_path, 
     two.write_bytes(et_tensorrt.lower(export_prefill_decode(model), constant_methods=methods))
     generator = TextGenerator(two, tokenizer)
     assert isinstance(generator, MethodsDriver)
-    first = generator.generate("the cat", max_new_tokens=8)
+    pieces = []
+    first = generator.generate("the cat", max_new_tokens=8, on_token=pieces.append)
+    assert b"".join(pieces) == first.text
+    assert len(first.step_bytes) == first.generated_tokens - 1 and "method boundary" in first.bytes_counted
     generator.reset()
     assert generator.generate("the cat", max_new_tokens=8).text == first.text
     if make == "executorch_llama":  # the same weights as the fixture's one-method program
