@@ -106,7 +106,9 @@ def _mismatch(job: PartitionJob, donor: PartitionJob, arguments: OnnxExport) -> 
     """Why ``job`` cannot run on ``donor``'s engine by what both declare, or ""."""
     if donor.engine is None:
         return "it has no engine"
-    if (job.build, job.settings, job.device) != (donor.build, donor.settings, donor.device):
+    # cuda_graph is how each delegate calls the engine (decode graphed, prefill not), not what the engine is
+    options, donor_options = job.build.replace(cuda_graph=False), donor.build.replace(cuda_graph=False)
+    if (options, job.settings, job.device) != (donor_options, donor.settings, donor.device):
         return "other build options or device"
     mine = [(s.buffer, s.dtype, s.shape) for s in job.states]
     if mine != [(s.buffer, s.dtype, s.shape) for s in donor.states]:

@@ -24,6 +24,7 @@ class LoweringRequest:
     build: BuildOptions = field(default_factory=BuildOptions)
     zero_copy_inputs: bool = True
     allow_no_delegate: bool = False
+    cuda_graph: bool | tuple[str, ...] = False  # every method, or the methods named (lower's cuda_graph)
 
     @classmethod
     def from_args(cls, args, methods: int = 1) -> LoweringRequest:
@@ -44,15 +45,26 @@ class LoweringRequest:
             ),
             zero_copy_inputs=args.zero_copy_inputs,
             allow_no_delegate=args.allow_no_delegate,
+            cuda_graph=_cuda_graph(getattr(args, "cuda_graph", None)),
         )
 
     def describe(self) -> str:
         archs = f", targets {','.join(self.build.target_archs)}" if self.build.target_archs else ""
+        if self.cuda_graph:
+            graphed = "every method" if self.cuda_graph is True else ", ".join(self.cuda_graph)
+            archs += f", CUDA graph for {graphed}"
         return (
             f"lowering for {self.target_device} (precision {self.build.precision}{archs}, "
             f"weights {self.build.weights}, named data {self.build.named_data}, min_block_size {self.min_block_size}, "
             f"torch_executed_ops {list(self.torch_executed_ops)})"
         )
+
+
+def _cuda_graph(given: list | None) -> bool | tuple[str, ...]:
+    """``--cuda-graph`` (every method) or ``--cuda-graph METHOD ...``; absent: False."""
+    if not given:
+        return False
+    return True if True in given else tuple(given)
 
 
 @dataclass
@@ -106,6 +118,7 @@ def lower_program(
                     min_block_size=request.min_block_size,
                     torch_executed_ops=request.torch_executed_ops,
                     progress=progress,
+                    cuda_graph=request.cuda_graph if request.cuda_graph is True else list(request.cuda_graph) or False,
                 )
                 if output is None:
                     data = manager.buffer

@@ -262,6 +262,15 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         help=f"{BuildOptions.describe()['device_build']} (default {'on' if defaults.device_build else 'off'})",
     )
     p.add_argument(
+        "--cuda-graph",
+        nargs="?",
+        const=True,
+        action="append",
+        metavar="METHOD",
+        help="on a GPU, replay the calls of METHOD (repeatable; every method without one) as a CUDA graph once "
+        "their shapes repeat: one launch per decode step (default off; ET_TENSORRT_CUDA_GRAPH=on|off at run time)",
+    )
+    p.add_argument(
         "--allow-no-delegate",
         action="store_true",
         help="accept a lowering that delegates nothing (default: exit status 4)",

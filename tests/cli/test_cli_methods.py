@@ -14,14 +14,18 @@ def test_lower_prefill_and_decode_into_one_program(run_cli, tmp_path):
     for name, program in methods.items():
         torch.export.save(program, tmp_path / f"{name}.pt2")
     pte = tmp_path / "llm.pte"
-    result = run_cli("lower", "prefill=prefill.pt2", "decode=decode.pt2", "-o", pte, cwd=tmp_path)
+    result = run_cli(
+        "lower", "prefill=prefill.pt2", "decode=decode.pt2", "--cuda-graph", "decode", "-o", pte, cwd=tmp_path
+    )
     assert result.status == 0, result.stderr
     assert "named data pte" in result.stdout  # what the methods share, stored once
+    assert "CUDA graph for decode" in result.stdout
     assert "method prefill:" in result.stdout and "method decode:" in result.stdout
     blobs = {m.name: m.delegates[0].blob for m in inspect_file(pte).methods if m.delegates}
     assert sorted(blobs) == ["decode", "prefill"]
     assert all(e.methods == ("decode", "prefill") for b in blobs.values() for e in b.states)
     assert blobs["decode"].metadata["engine_shared_with"] == "prefill (engine 1/1)"
+    assert blobs["decode"].metadata.get("cuda_graph") is True and "cuda_graph" not in blobs["prefill"].metadata
 
 
 def test_unnamed_and_repeated_methods_are_refused(run_cli, tmp_path):
@@ -33,3 +37,13 @@ def test_unnamed_and_repeated_methods_are_refused(run_cli, tmp_path):
     twice = run_cli("lower", "m=a.pt2", "m=a.pt2", "-o", "x.pte", cwd=tmp_path)
     assert twice.status == 2
     assert twice.error_line == "error: a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own"
+
+
+def test_a_cuda_graph_for_a_method_the_program_does_not_have_is_refused(run_cli, tmp_path):
+    program = torch.export.export(torch.nn.Linear(4, 4), (torch.randn(2, 4),))
+    torch.export.save(program, tmp_path / "a.pt2")
+    result = run_cli("lower", "a.pt2", "--cuda-graph", "decode", "-o", "x.pte", cwd=tmp_path)
+    assert result.status == 2
+    assert result.error_line == (
+        "error: cuda_graph names 'decode', which the program does not have (its methods: forward)"
+    )
