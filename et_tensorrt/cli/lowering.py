@@ -118,7 +118,7 @@ def lower_program(
                     min_block_size=request.min_block_size,
                     torch_executed_ops=request.torch_executed_ops,
                     progress=progress,
-                    cuda_graph=request.cuda_graph if request.cuda_graph is True else list(request.cuda_graph) or False,
+                    cuda_graph=request.cuda_graph if isinstance(request.cuda_graph, bool) else list(request.cuda_graph),
                 )
                 if output is None:
                     data = manager.buffer
