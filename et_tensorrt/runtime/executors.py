@@ -498,11 +498,14 @@ def _runtime_cache_path(blob: Blob, origin: str, device: torch.device):
     """Where this engine's TensorRT-RTX runtime cache is kept on this GPU (runtime_cache.py)."""
     from . import runtime_cache
 
-    named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
-    engine = named[0] if named else f"crc32:{zlib.crc32(blob.engine):08x}" if blob.engine is not None else ""
-    built = "device-built" if origin else "ahead-of-time"  # a device-built engine is the recipe's, for this GPU
+    if origin:  # a device-built engine: the recipe's (its header holds the build options), for this GPU
+        header = blob.recipe.header_bytes if blob.recipe is not None else b""
+        engine = f"device-built|{program_digest(blob)}|{zlib.crc32(header):08x}"
+    else:  # the blob's own engine, by its named-data key (a digest) or its CRC-32
+        named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
+        engine = named[0] if named else f"crc32:{zlib.crc32(blob.engine):08x}"
     gpu = f"{torch.cuda.get_device_name(device)} sm{''.join(map(str, torch.cuda.get_device_capability(device)))}"
-    return runtime_cache.path_for(f"{engine}|{program_digest(blob)}|{built}", gpu)
+    return runtime_cache.path_for(engine, gpu)
 
 
 def _graphed(executor, parsed: dict):

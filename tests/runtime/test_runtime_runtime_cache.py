@@ -127,3 +127,16 @@ def test_an_engine_without_a_runtime_cache_gets_its_default_context(monkeypatch,
     engine = SimpleNamespace(create_execution_context=lambda: context, num_optimization_profiles=1)
     executor = _executor(monkeypatch, engine, tmp_path / "x.rtcache")
     assert executor.runtime_cache is None and executor._context is context
+
+
+def test_a_file_per_engine_and_gpu_named_by_what_identifies_the_engine(monkeypatch, tmp_path, mlp_blob):
+    monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(tmp_path))
+    gpus = iter(["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: next(gpus))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    blob, cuda = B.read_blob(mlp_blob), torch.device("cuda", 0)
+    own = executors._runtime_cache_path(blob, "", cuda)
+    assert own == executors._runtime_cache_path(blob, "", cuda)  # the blob's own engine: the same file each load
+    built = executors._runtime_cache_path(blob, "built here for sm90 with TensorRT-RTX 1.7 in 3.0 s", cuda)
+    assert built != own  # a device-built engine is another engine
+    assert executors._runtime_cache_path(blob, "", cuda) != own  # another GPU
