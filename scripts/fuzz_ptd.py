@@ -10,7 +10,6 @@ run. Flips that touch nothing the program reads (padding, an unused field) may r
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 PTD_MUTATIONS = ("flip", "flip_data", "truncate", "swap_segments", "other_ptd")
@@ -91,10 +90,10 @@ class PtdCorpus:
 
     def mutate(self, seed: int, index: int) -> tuple[str, str, bytes]:
         """(seed program name, mutation kind, .ptd bytes) of input ``index`` of fuzz seed ``seed``."""
-        rng = random.Random(seed * 1_000_003 + index)
-        name = self.names[index % len(self.names)]
+        from fuzz_pte import choose
+
+        rng, name, kind = choose(seed, index, self.names, PTD_MUTATIONS)
         data = bytearray(self.ptd[name])
-        kind = PTD_MUTATIONS[rng.randrange(len(PTD_MUTATIONS))]
         regions = self.regions[name]
         if kind == "flip":
             for _ in range(rng.randint(1, 64)):
@@ -124,15 +123,10 @@ class PtdCorpus:
 
 def run_one_ptd(corpus: PtdCorpus, name: str, data: bytes, inputs, path: Path) -> str:
     """Load the seed's .pte with ``data`` as its .ptd and run it once; the outcome (a crash is not one)."""
-    import et_tensorrt
+    from fuzz_pte import run_one
 
     path.write_bytes(data)
-    try:
-        runner = et_tensorrt.Runner(corpus.pte[name], data_path=path)
-    except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
-        return f"load refused: {type(e).__name__}"
-    try:
-        runner.run(list(inputs))
-    except Exception as e:  # noqa: BLE001
-        return f"run refused: {type(e).__name__}"
+    outcome = run_one(corpus.pte[name], inputs, data_path=path)
+    if outcome != "ran":
+        return outcome
     return SILENT if corpus.changed(name, data) else "ran, named data intact"

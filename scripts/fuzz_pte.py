@@ -101,6 +101,13 @@ def swap_blob(pte: bytes, blob: bytes) -> bytes:
 # -------------------------------------------------------------------------------------- mutations
 
 
+def choose(seed: int, index: int, names: list[str], kinds: tuple[str, ...]) -> tuple[random.Random, str, str]:
+    """(the input's random source, its seed program, its mutation kind): input ``index`` of fuzz seed ``seed``, the
+    same in the child that runs it and the parent that saves it."""
+    rng = random.Random(seed * 1_000_003 + index)
+    return rng, names[index % len(names)], kinds[rng.randrange(len(kinds))]
+
+
 class Corpus:
     """The seeds and what the mutations need of them (blob regions, swapped variants)."""
 
@@ -119,10 +126,8 @@ class Corpus:
 
     def mutate(self, seed: int, index: int) -> tuple[str, str, bytes]:
         """(seed program name, mutation kind, bytes) of input ``index`` of fuzz seed ``seed``."""
-        rng = random.Random(seed * 1_000_003 + index)
-        name = self.names[index % len(self.names)]
+        rng, name, kind = choose(seed, index, self.names, MUTATIONS)
         data = bytearray(self.data[name])
-        kind = MUTATIONS[rng.randrange(len(MUTATIONS))]
         regions = self.regions[name]
         if kind == "flip" or (kind in ("flip_blob", "flip_outside_blob") and not regions):
             positions = [rng.randrange(len(data)) for _ in range(rng.randint(1, 64))]
@@ -156,12 +161,13 @@ class Corpus:
 # ---------------------------------------------------------------------------------------- child
 
 
-def run_one(data: bytes, inputs, verify: bool = True) -> str:
-    """Load and run one program; returns the outcome (an exception is an outcome, a crash is not)."""
+def run_one(data, inputs, verify: bool = True, data_path=None) -> str:
+    """Load and run one program (bytes or a path; ``data_path``: its .ptd); returns the outcome (an exception is an
+    outcome, a crash is not)."""
     import et_tensorrt
 
     try:
-        runner = et_tensorrt.Runner(data, verify=verify)
+        runner = et_tensorrt.Runner(data, verify=verify, data_path=data_path)
     except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
         return f"load refused: {type(e).__name__}"
     try:
