@@ -94,17 +94,13 @@ def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
     with its static cache of ``max_seq_len``, default its ``max_position_embeddings``, through
     ``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache`` and
     ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own)."""
-    if _is_hf(model):
-        export = _hf_exporter(model, max_seq_len)
-    else:
-        params = _llama_params(model)
-        if not params.enable_dynamic_shape:
-            raise TypeError(
-                "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
-                "use_kv_cache=True and enable_dynamic_shape=True"
-            )
-        export = _llama_exporter(model)
-    return {"prefill": export(2, True), "decode": export(1, False)}
+    export, _, _, dynamic = _exporter(model, max_seq_len)
+    if not dynamic:
+        raise TypeError(
+            "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
+            "use_kv_cache=True and enable_dynamic_shape=True"
+        )
+    return _prefill_decode(export)
 
 
 @dataclass
@@ -145,21 +141,14 @@ def export_causal_lm(
     if isinstance(model, (str, os.PathLike)):
         model = _from_checkpoint(model)
     if _is_hf(model):
-        config = model.config
-        length = max_seq_len or config.max_position_embeddings
-        vocab, dynamic = config.vocab_size, True
-        bos_id = config.bos_token_id if bos_id is None else bos_id
-        eos_ids = config.eos_token_id if eos_ids is None else eos_ids
-        export = _hf_exporter(model, length)
-    else:
-        params = _llama_params(model)
-        if max_seq_len not in (None, params.max_seq_len):
-            raise ValueError(
-                f"ExecuTorch's llama Transformer has its own max_seq_len ({params.max_seq_len}, its ModelArgs): "
-                f"build it with max_seq_len={max_seq_len} instead"
-            )
-        length, vocab, dynamic = params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
-        export = _llama_exporter(model)
+        bos_id = model.config.bos_token_id if bos_id is None else bos_id
+        eos_ids = model.config.eos_token_id if eos_ids is None else eos_ids
+    elif max_seq_len not in (None, _llama_params(model).max_seq_len):
+        raise ValueError(
+            f"ExecuTorch's llama Transformer has its own max_seq_len ({model.params.max_seq_len}, its ModelArgs): "
+            f"build it with max_seq_len={max_seq_len} instead"
+        )
+    export, length, vocab, dynamic = _exporter(model, max_seq_len)
     if bos_id is None or eos_ids is None:
         raise ValueError("export_causal_lm needs bos_id= and eos_ids= (the tokenizer's): the model does not name them")
     eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
@@ -169,13 +158,28 @@ def export_causal_lm(
                 "methods='prefill_decode' needs ExecuTorch's llama built with enable_dynamic_shape=True (prefill takes "
                 "the prompt in one call); or export it with methods='forward'"
             )
-        programs = {"prefill": export(2, True), "decode": export(1, False)}
+        programs = _prefill_decode(export)
     else:
         programs = export(2, True) if dynamic else export(1, False)
     constants = llm_methods(
         max_seq_len=length, vocab_size=vocab, bos_id=bos_id, eos_ids=eos_ids, enable_dynamic_shape=dynamic
     )
     return ExportedLM(programs, constants, length, vocab)
+
+
+def _exporter(model, max_seq_len: int | None):
+    """(``export(n, dynamic)``, the cache's length, the vocabulary size, whether the token count may vary) of a HF
+    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``) or ExecuTorch's llama
+    (its own length)."""
+    if _is_hf(model):
+        length = max_seq_len or model.config.max_position_embeddings
+        return _hf_exporter(model, length), length, model.config.vocab_size, True
+    params = _llama_params(model)
+    return _llama_exporter(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
+
+
+def _prefill_decode(export) -> dict:
+    return {"prefill": export(2, True), "decode": export(1, False)}
 
 
 def _is_hf(model) -> bool:
