@@ -14,6 +14,7 @@ reads what it prints through the file descriptor.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 import tempfile
@@ -474,7 +475,7 @@ class MethodsDriver:
     def __init__(self, model, tokenizer, data_path=None):
         from tokenizers import Tokenizer
 
-        from .inspection import inspect_bytes
+        from .format.pte_tables import read_tables
         from .runtime.runner import Runner
 
         _check_files(model, tokenizer, data_path)
@@ -492,8 +493,8 @@ class MethodsDriver:
         self._context, self._eos = int(self._context[0]), {int(t) for t in eos}
         # ExecuTorch's convention (extension/llm/runner): a one-element second input is the start position, else
         # the positions of the tokens (HF's cache_position)
-        prefill = {m.name: m for m in inspect_bytes(pte).methods}["prefill"]
-        self._start_only = len(prefill.inputs) > 1 and _numel(prefill.inputs[1].sizes) == 1
+        prefill = next(plan for plan in read_tables(pte).plans if plan.name == "prefill")
+        self._start_only = len(prefill.inputs) > 1 and math.prod(prefill.values[prefill.inputs[1]].sizes) == 1
         self._position = 0
         self._bytes = _byte_decoder()
         self.log = ""
@@ -560,10 +561,3 @@ def _constants(pte: bytes, *names: str) -> list[list]:
 
     program = Runtime.get().load_program(pte)
     return [list(program.load_method(name).execute([])) for name in names]
-
-
-def _numel(sizes) -> int:
-    n = 1
-    for d in sizes:
-        n *= d
-    return n
