@@ -254,26 +254,12 @@ def _ptd_data(path: str | os.PathLike) -> dict[str, memoryview]:
 def ptd_layout(data, path: str | os.PathLike = "input") -> dict[str, tuple[int, int]]:
     """Where each key's bytes lie in a .ptd (``data``: its bytes or a view of them): key -> (offset in the file,
     size). Raises NotAProgramError for a file that is not one (or ends before its data)."""
-    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorHeader, _deserialize_to_flat_tensor
+    from .format import pte_tables
 
-    view = memoryview(data)
     try:
-        header = FlatTensorHeader.from_bytes(bytes(view[8 : 8 + FlatTensorHeader.EXPECTED_LENGTH]))
-        if not header.is_valid():
-            raise ValueError("no flat_tensor header")
-        flat = _deserialize_to_flat_tensor(bytes(view[: header.flatbuffer_offset + header.flatbuffer_size]))
-        out = {}
-        for entry in flat.named_data:
-            segment = flat.segments[entry.segment_index]
-            start = header.segment_base_offset + segment.offset
-            if start + segment.size > len(view):
-                raise ValueError(f"named data {entry.key!r} ends past the file")
-            out[entry.key] = (start, segment.size)
-    except Exception as e:  # noqa: BLE001 - a corrupt file raises anything from ValueError to flatc's errors
-        raise NotAProgramError(
-            f"{os.fspath(path)} could not be read as a .ptd (ExecuTorch named data): {type(e).__name__}: {e}"
-        ) from e
-    return out
+        return pte_tables.ptd_layout(data)
+    except pte_tables.PteTableError as e:
+        raise NotAProgramError(f"{os.fspath(path)} could not be read as a .ptd (ExecuTorch named data): {e}") from e
 
 
 def delegate_blobs(pte: bytes, backend_id: str | None = None) -> list[bytes]:

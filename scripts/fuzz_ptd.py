@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The delegate's own key-table reader (struct only: ExecuTorch's Python reader runs flatc in a subprocess, which the
+# child's audit hook would count as code run by the file).
+from et_tensorrt.format.pte_tables import ptd_layout
+
 PTD_MUTATIONS = ("flip", "flip_data", "truncate", "swap_segments", "other_ptd")
 SILENT = "ran on changed named data"
 
@@ -35,45 +39,10 @@ def build_ptd_seeds(directory: Path, models: str) -> dict[str, tuple[str, bytes]
     return out
 
 
-def _layout(ptd: bytes) -> dict[str, tuple[int, int]]:
-    """key -> (offset, size) in a .ptd, read with the flatbuffers runtime's Table (flat_tensor.fbs: FlatTensor
-    {version, segments: [DataSegment {offset, size}], named_data: [NamedData {key, segment_index}]}). Not
-    inspection.ptd_layout: ExecuTorch's Python reader runs flatc in a subprocess, which the child's audit hook
-    counts as code run by the file."""
-    import struct
-
-    from flatbuffers import number_types as N
-    from flatbuffers.table import Table
-
-    if ptd[4:8] != b"FT01" or ptd[8:12] != b"FH01":
-        raise ValueError("no FlatTensor header")
-    base = struct.unpack_from("<Q", ptd, 32)[0]
-    root = Table(ptd, struct.unpack_from("<I", ptd, 0)[0])
-
-    def field(table: Table, slot: int, flags):
-        at = table.Offset(slot)
-        return table.Get(flags, table.Pos + at) if at else 0
-
-    def tables(table: Table, slot: int) -> list[Table]:
-        at = table.Offset(slot)
-        if not at:
-            return []
-        start = table.Vector(at)
-        return [Table(ptd, table.Indirect(start + 4 * i)) for i in range(table.VectorLen(at))]
-
-    segments = [(field(t, 4, N.Uint64Flags), field(t, 6, N.Uint64Flags)) for t in tables(root, 6)]
-    out = {}
-    for entry in tables(root, 8):
-        key = entry.String(entry.Pos + entry.Offset(4)).decode()
-        offset, size = segments[field(entry, 6, N.Uint32Flags)]
-        out[key] = (base + offset, size)
-    return out
-
-
 def _named(ptd: bytes) -> dict[str, bytes] | None:
     """key -> its bytes in a .ptd, None when the file does not parse as one."""
     try:
-        return {key: ptd[start : start + size] for key, (start, size) in _layout(ptd).items()}
+        return {key: ptd[start : start + size] for key, (start, size) in ptd_layout(ptd).items()}
     except Exception:  # noqa: BLE001 - a mutated flatbuffer raises anything (struct.error, IndexError, ...)
         return None
 
@@ -85,7 +54,7 @@ class PtdCorpus:
         self.names = sorted(seeds)
         self.pte = {n: seeds[n][0] for n in self.names}
         self.ptd = {n: seeds[n][1] for n in self.names}
-        self.regions = {n: sorted(_layout(self.ptd[n]).values()) for n in self.names}
+        self.regions = {n: sorted(ptd_layout(self.ptd[n]).values()) for n in self.names}
         self.original = {n: _named(self.ptd[n]) for n in self.names}
 
     def mutate(self, seed: int, index: int) -> tuple[str, str, bytes]:

@@ -1,5 +1,6 @@
 """The tables of a ``.pte`` that ``inspect`` and the LLM commands read (methods, their I/O, operators, delegates
-and where each delegate's bytes lie), read straight from the flatbuffer (ExecuTorch's ``program.fbs``).
+and where each delegate's bytes lie), read straight from the flatbuffer (ExecuTorch's ``program.fbs``); and a
+``.ptd``'s key table (``flat_tensor.fbs``: where each named datum lies, :func:`ptd_layout`).
 
 ExecuTorch's own Python reader (``deserialize_pte_binary``) imports ``executorch.exir`` (seconds) and decodes every
 table; this reads only these fields, with ``struct`` (nothing to import). Every offset is bounds-checked: a damaged
@@ -64,12 +65,12 @@ class Plan:
 
 
 class _Reader:
-    def __init__(self, data):
-        self.data = memoryview(data)
+    def __init__(self, data, file: str = "program"):
+        self.data, self.file = memoryview(data), file  # file: what errors call the bytes
 
     def _unpack(self, fmt: str, at: int, what: str):
         if at < 0 or at + struct.calcsize(fmt) > len(self.data):
-            raise PteTableError(f"{what} at byte {at:,} lies outside the {len(self.data):,}-byte program")
+            raise PteTableError(f"{what} at byte {at:,} lies outside the {len(self.data):,}-byte {self.file}")
         return struct.unpack_from(fmt, self.data, at)[0]
 
     def root(self) -> int:
@@ -104,7 +105,7 @@ class _Reader:
     def _length(self, at: int, width: int) -> int:
         n = self._unpack("<I", at, "a vector's length")
         if at + 4 + n * width > len(self.data):
-            raise PteTableError(f"a vector of {n:,} elements at byte {at:,} ends past the program")
+            raise PteTableError(f"a vector of {n:,} elements at byte {at:,} ends past the {self.file}")
         return n
 
     def tables(self, table: int, slot: int) -> list[int]:
@@ -198,3 +199,30 @@ def read_tables(data, segment_base: int = 0) -> PteTables:
         )
     segments = [(r.scalar(s, 0, "<Q"), r.scalar(s, 1, "<Q")) for s in r.tables(root, _PROGRAM_SEGMENTS)]
     return PteTables(plans, r, r.tables(root, _PROGRAM_DELEGATE_DATA), segments, segment_base)
+
+
+# flat_tensor.fbs: FlatTensor {version, segments: [DataSegment {offset, size}], named_data: [NamedData {key,
+# segment_index}]}; its extended header (at byte 8, "FH01") holds where the segments start.
+_FLAT_SEGMENTS, _FLAT_NAMED_DATA = 1, 2
+_FLAT_HEADER_MAGIC, _FLAT_SEGMENT_BASE = b"FH01", 32
+
+
+def ptd_layout(data) -> dict[str, tuple[int, int]]:
+    """Where each key's bytes lie in a .ptd: key -> (offset in the file, size). PteTableError for a file that is not
+    one, or whose data ends past its bytes."""
+    r = _Reader(data, ".ptd")
+    if bytes(r.data[8:12]) != _FLAT_HEADER_MAGIC:
+        raise PteTableError("no FlatTensor header (FH01 at byte 8): not a .ptd")
+    base = r._unpack("<Q", _FLAT_SEGMENT_BASE, "the segment base offset")
+    root = r.root()
+    segments = [(r.scalar(t, 0, "<Q"), r.scalar(t, 1, "<Q")) for t in r.tables(root, _FLAT_SEGMENTS)]
+    out = {}
+    for entry in r.tables(root, _FLAT_NAMED_DATA):
+        key, index = r.string(entry, 0), r.scalar(entry, 1, "<I")
+        if index >= len(segments):
+            raise PteTableError(f"named data {key!r} names segment {index}, of {len(segments)}")
+        offset, size = segments[index]
+        if base + offset + size > len(r.data):
+            raise PteTableError(f"named data {key!r} ends past the file")
+        out[key] = (base + offset, size)
+    return out

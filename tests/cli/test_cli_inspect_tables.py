@@ -50,3 +50,36 @@ def test_inspect_of_a_damaged_table_is_one_error(pte):
     damaged[0:4] = (len(pte) + 10).to_bytes(4, "little")  # the root table's offset points past the end
     with pytest.raises(inspection.NotAProgramError, match="could not be parsed as an ExecuTorch program"):
         inspection.inspect_bytes(bytes(damaged))
+
+
+@pytest.fixture(scope="module")
+def ptd(tmp_path_factory) -> bytes:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    path = tmp_path_factory.mktemp("ptd") / "mlp.pte"
+    saved = et_tensorrt.save(path, model, (torch.randn(2, 8),), min_block_size=1, named_data="ptd")
+    return open(saved.data_path, "rb").read()
+
+
+def test_the_ptd_key_table_matches_executorchs_deserializer(ptd):
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorHeader, _deserialize_to_flat_tensor
+
+    header = FlatTensorHeader.from_bytes(ptd[8 : 8 + FlatTensorHeader.EXPECTED_LENGTH])
+    flat = _deserialize_to_flat_tensor(ptd[: header.flatbuffer_offset + header.flatbuffer_size])
+    segments = [(header.segment_base_offset + s.offset, s.size) for s in flat.segments]
+    theirs = {entry.key: segments[entry.segment_index] for entry in flat.named_data}
+    assert inspection.ptd_layout(ptd) == theirs and len(theirs) == 5  # the engine, two weights, two biases
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d[:200], r"a vector's length at byte \d+ lies outside the 200-byte \.ptd"),
+        (lambda d: b"\0" * 16 + d[16:], r"no FlatTensor header \(FH01 at byte 8\): not a \.ptd"),
+    ],
+    ids=["cut", "not-a-ptd"],
+)
+def test_a_damaged_ptd_key_table_is_refused_naming_the_file(ptd, damage, message):
+    with pytest.raises(
+        inspection.NotAProgramError, match=r"^x\.ptd could not be read as a \.ptd \(ExecuTorch named data\): " + message
+    ):
+        inspection.ptd_layout(damage(ptd), "x.ptd")
