@@ -1,4 +1,5 @@
-"""Builds et_tensorrt._C with CMake against the installed torch and executorch wheels.
+"""Builds et_tensorrt._C and et_tensorrt.format._reader (one CMake project) against the installed torch and
+executorch wheels.
 
 Install with `pip install --no-build-isolation -e .` (or without -e): build isolation would compile
 against a different torch than the one that imports the extension.
@@ -22,11 +23,16 @@ class CMakeExtension(Extension):
 
 
 class CMakeBuild(build_ext):
+    """One CMake project builds every extension module: the first ``build_extension`` call builds them all."""
+
     def build_extension(self, ext):
+        if getattr(self, "_cmake_done", False):
+            return
         sys.path.insert(0, str(ROOT))
         from cmake_args import cmake_args
 
-        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        # CMake writes _C here and _reader into its format/ folder.
+        out_dir = Path(self.get_ext_fullpath("et_tensorrt._C")).resolve().parent
         config = "Debug" if os.environ.get("ET_TENSORRT_DEBUG") else "Release"
         sanitize = os.environ.get("ET_TENSORRT_SANITIZE", "")
         # A build folder in the tree (ignored by git) so that rebuilds are incremental.
@@ -38,6 +44,7 @@ class CMakeBuild(build_ext):
         subprocess.check_call(["cmake", str(ROOT), *args], cwd=build_dir)
         jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", ".", "--config", config, "-j", jobs], cwd=build_dir)
+        self._cmake_done = True
 
 
 def _version():
@@ -58,7 +65,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["et_tensorrt", "et_tensorrt.*"]),
     package_data={"et_tensorrt": ["examples/*.py"]},
-    ext_modules=[CMakeExtension("et_tensorrt._C")],
+    ext_modules=[CMakeExtension("et_tensorrt._C"), CMakeExtension("et_tensorrt.format._reader")],
     cmdclass={"build_ext": CMakeBuild},
     # Lowering needs the ONNX exporter (onnx, onnxscript), onnxruntime (validation, `check`) and a TensorRT
     # builder: TensorRT-RTX's wheels install from the registry; full TensorRT is the `tensorrt` extra. The

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from ._text import table
+from .format.dtypes import scalar_type_name as scalar_name  # torch's names by the format's one table: no torch
 
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version, then
 # ExecuTorch's extended header: "eh00", its length, the flatbuffer's size, the segments' offset and size.
@@ -35,17 +36,6 @@ def _backend_id() -> str:
 
 class NotAProgramError(ValueError):
     """The bytes are not an ExecuTorch program."""
-
-
-def scalar_name(code: int) -> str:
-    """ExecuTorch ScalarType code -> torch dtype name (the C++ translator's table)."""
-    from .errors import UnsupportedDtypeError
-    from .format.dtypes import scalar_type_dtype
-
-    try:
-        return str(scalar_type_dtype(int(code))).replace("torch.", "")
-    except UnsupportedDtypeError:
-        return f"ScalarType({int(code)})"
 
 
 @dataclass(frozen=True)
@@ -421,7 +411,7 @@ def format_delegate(d: DelegateInfo) -> list:
     if d.blob is None:
         return lines + [f"  blob unreadable: {d.blob_error}"]
     b, meta = d.blob, d.blob.metadata
-    exec_dev = "cpu" if b.exec_device_type == 0 else f"cuda:{b.exec_device_index}"
+    exec_dev = b.execution_device
     if b.digests_verified:
         lines.append("  integrity: every section matches its CRC-32 (DIGESTS)")
     else:
@@ -511,7 +501,7 @@ def format_delegate(d: DelegateInfo) -> list:
             rows.append(
                 (
                     e.name,
-                    format_spec(str(e.dtype).replace("torch.", ""), e.shape),
+                    format_spec(scalar_name(e.dtype), e.shape),
                     "in place" if e.in_place else "copied back",
                     "zeros" if e.initial is None else "bytes",
                     guard,

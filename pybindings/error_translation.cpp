@@ -2,7 +2,7 @@
 
 #include "../extension/aten_util/errors.h"
 #include "../extension/runner/program_runner.h"
-#include "../extension/runtime/blob_reader.h"
+#include "../extension/format/blob_reader.h"
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/placement_plan.h"
 #include "bindings.h"

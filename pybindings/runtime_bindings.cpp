@@ -9,8 +9,7 @@
 #include "../extension/runner/data_file_check.h"
 #include "../extension/runner/executorch_log.h"
 #include "../extension/runner/program_runner.h"
-#include "../extension/runtime/blob_reader.h"
-#include "../extension/runtime/blob_to_python.h"
+#include "../extension/format/blob_reader.h"
 #include "../extension/runtime/delegate_handle.h"
 #include "../extension/runtime/executor_choice.h"
 #include "../extension/runtime/named_data.h"
@@ -150,22 +149,6 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("bytes_copied", &PlacementPlan::bytes_copied)
       .def_property_readonly("ok", &PlacementPlan::ok)
       .def("__repr__", &PlacementPlan::repr);
-
-  m.def(
-      "parse_blob",
-      [](const py::buffer& data) {
-        py::buffer_info info;
-        const std::string_view bytes = bytes_view(data, info);
-        const DelegateBlob blob = parse_delegate_blob(bytes.data(), bytes.size());
-        // Section payloads come back as slices of a byte view of `data` (which the slices keep alive).
-        const py::object view = py::memoryview(data).attr("cast")("B");
-        return blob_to_python(blob, reinterpret_cast<const uint8_t*>(bytes.data()), view);
-      },
-      py::arg("blob"),
-      "Parse a delegate blob with the C++ reader the runtime uses (raises BlobFormatError). Returns a dict: "
-      "version, execution_device, inputs, outputs, weights (the WEIGHTS table), and each section's payload "
-      "(engine, program, graph, weights_section, refit_map, metadata) as a memoryview slice of `blob`, or None; "
-      "recipe: the RECIPE's version, header, graph, map and entries, or None.");
 
   m.def(
       "scalar_type_code",

@@ -1,4 +1,4 @@
-"""Fuzz the C++ delegate-blob parser through the binding (`et_tensorrt._C.parse_blob`).
+"""Fuzz the C++ delegate-blob parser through the binding (`et_tensorrt.format._reader.parse_blob`).
 
     python scripts/fuzz_blob.py -runs=60000 [corpus_dir]      # atheris / libFuzzer flags
 
@@ -47,12 +47,13 @@ def fix_up(data: bytes) -> bytes | None:
 
 def check_blob(data: bytes) -> str:
     """Parse with the C++ reader; returns "ok" or "rejected". Raises AssertionError on a broken contract."""
-    from et_tensorrt import _C
     from et_tensorrt.errors import BlobFormatError
+    from et_tensorrt.format import _reader
     from et_tensorrt.format import blob as B
+    from et_tensorrt.format.dtypes import element_size
 
     try:
-        parsed = _C.parse_blob(data)
+        parsed = _reader.parse_blob(data)
     except BlobFormatError as e:
         assert str(e).startswith("delegate blob: "), str(e)
         return "rejected"
@@ -71,13 +72,13 @@ def check_blob(data: bytes) -> str:
         assert w["offset"] % 64 == 0 and w["offset"] + w["nbytes"] <= len(data), w
         sizes, strides = w["sizes"], w["strides"]
         span = 0 if 0 in sizes else 1 + sum((n - 1) * st for n, st in zip(sizes, strides))
-        assert w["nbytes"] == span * w["dtype"].itemsize and len(sizes) <= 16 and math.prod(sizes) < 2**63, w
+        assert w["nbytes"] == span * element_size(w["dtype"]) and len(sizes) <= 16 and math.prod(sizes) < 2**63, w
     assert len(base) == len(data)
     for entry in parsed["inputs"] + parsed["outputs"]:
         assert len(entry["dims"]) <= 16
         for lo, opt, hi in entry["dims"]:
             assert 0 <= lo <= opt and (hi == -1 or opt <= hi), (lo, opt, hi)
-        assert entry["device"].type in ("cpu", "cuda")
+        assert entry["device"][0] in (B.DEVICE_CPU, B.DEVICE_CUDA)
     assert all(e["role"] == "input" for e in parsed["inputs"])
     assert all(e["role"] == "output" for e in parsed["outputs"])
     # The Python wrapper fills its dataclasses from the same reader: it agrees, or refuses METADATA that

@@ -20,7 +20,7 @@ programs, as format 2 and as format 1) by one structured mutation:
                   entries, compressed entries, unknown or traversing names, or its model JSON mutated
                   as above.
 
-Every input goes through the runtime's own path: ``_C.parse_blob`` then ``executors.create_executor`` (the
+Every input goes through the runtime's own path: ``_reader.parse_blob`` then ``executors.create_executor`` (the
 delegate's choice)
 (no GPU: the PyTorch executor, i.e. the safe loader) and, when it loads, one run on inputs shaped by the
 I/O table. Contract: parse and load either succeed or raise BlobFormatError / ProgramRefusedError (any
@@ -397,21 +397,27 @@ def mutate(seeds: list[tuple[str, bytes]], seed: int, index: int, canary: str) -
 def inputs_for(parsed: dict) -> list:
     import torch
 
+    from et_tensorrt.errors import UnsupportedDtypeError
+    from et_tensorrt.format.dtypes import scalar_type_dtype
+
     out = []
     for e in parsed["inputs"]:
         shape = [max(1, min(opt, 64)) for _lo, opt, _hi in e["dims"]]
-        dtype = e["dtype"] or torch.float32
+        try:
+            dtype = scalar_type_dtype(e["dtype"])
+        except UnsupportedDtypeError:  # a code torch lacks (the reader accepts any): float32 stands in
+            dtype = torch.float32
         out.append(torch.randn(shape).to(dtype) if dtype.is_floating_point else torch.zeros(shape, dtype=dtype))
     return out
 
 
 def load_and_run(blob: bytes) -> str:
-    from et_tensorrt import _C
     from et_tensorrt.errors import BlobFormatError, ProgramRefusedError
+    from et_tensorrt.format import _reader
     from et_tensorrt.runtime import executors
 
     try:
-        parsed = _C.parse_blob(blob)
+        parsed = _reader.parse_blob(blob)
     except BlobFormatError:
         return "blob refused"
     try:

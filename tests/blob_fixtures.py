@@ -1,7 +1,7 @@
 """Delegate blob fixtures (format v2, and v1 for the read-only path), generated in code.
 
 ``valid_blob()`` must parse; every entry of ``damaged_blobs()`` must be rejected by the one reader (the
-C++ reader, through ``_C.parse_blob`` and ``blob.read_blob``) with a BlobFormatError whose message holds
+C++ reader, through ``_reader.parse_blob`` and ``blob.read_blob``) with a BlobFormatError whose message holds
 the ``expect`` fragment. ``write_fixture_files(dir)`` dumps them all as ``<name>.etrt`` files.
 """
 
@@ -17,6 +17,7 @@ from et_tensorrt.format import blob as B
 from et_tensorrt.format import recipe as R
 from et_tensorrt.format import refit_map as RM
 from et_tensorrt.format import state_table as ST
+from et_tensorrt.format.dtypes import scalar_type_code
 
 ENGINE = b"vtrt" + bytes(range(60))  # placeholder engine payload: readers never interpret ENGINE bytes
 GRAPH = b'{"placeholder": "torch.export JSON; the blob reader does not interpret GRAPH"}'
@@ -59,9 +60,20 @@ def valid_blob_with_unknown_section() -> bytes:
 
 STATES = [
     # a KV cache (1, heads, capacity 16, head dim): written in place where input 0's positions say
-    ST.StateEntry("k_cache", torch.float32, (1, 2, 16, 4), "k_in", "k_out", ST.UPDATE_IN_PLACE, None, position_input=1),
+    ST.StateEntry(
+        "k_cache",
+        scalar_type_code(torch.float32),
+        (1, 2, 16, 4),
+        "k_in",
+        "k_out",
+        ST.UPDATE_IN_PLACE,
+        None,
+        position_input=1,
+    ),
     # a counter the engine returns and the delegate copies back, starting at 7
-    ST.StateEntry("steps", torch.int64, (1,), "n_in", "n_out", ST.UPDATE_WRITE_BACK, struct.pack("<q", 7)),
+    ST.StateEntry(
+        "steps", scalar_type_code(torch.int64), (1,), "n_in", "n_out", ST.UPDATE_WRITE_BACK, struct.pack("<q", 7)
+    ),
 ]
 
 

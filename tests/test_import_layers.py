@@ -83,7 +83,8 @@ def modules(package: Path = PACKAGE) -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
-    out["et_tensorrt._C"] = package / "_C"  # the native module
+    out["et_tensorrt._C"] = package / "_C"  # the native modules: the runtime (links torch) and the blob reader (not)
+    out["et_tensorrt.format._reader"] = package / "format" / "_reader"
     return out
 
 
@@ -210,7 +211,7 @@ def test_format_imports_no_tensorrt_or_onnx():
     heavy = ("tensorrt", "tensorrt_rtx", "onnx", "onnxruntime", "onnxscript", "onnx_ir", "executorch")
     bad = []
     for name, path in modules().items():
-        if layer(name) != "format":
+        if layer(name) != "format" or path.suffix != ".py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -237,3 +238,34 @@ def report(found: list[Import]) -> None:
 
 if __name__ == "__main__":
     report(imports(Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE))
+
+
+def _imports_at_load(tree: ast.Module):
+    """The import statements that run when the module is imported: not inside a function, not under TYPE_CHECKING."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _type_checking(node):
+            pending += node.orelse
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending += list(ast.iter_child_nodes(node))
+
+
+def test_format_reads_blobs_without_torch():
+    """Reading a blob or a .pte's tables loads no torch (``et-tensorrt inspect`` answers in milliseconds): the format
+    layer imports torch, numpy and the runtime's native module (which links torch) only where it makes tensors."""
+    heavy = {"torch", "numpy", "ml_dtypes"}
+    bad = []
+    for name, path in modules().items():
+        if layer(name) != "format" or path.suffix != ".py":
+            continue
+        for node in _imports_at_load(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                bad += [f"{name}: {a.name}" for a in node.names if a.name.split(".")[0] in heavy]
+            elif not node.level and node.module.split(".")[0] in heavy:
+                bad.append(f"{name}: {node.module}")
+            elif not node.level and node.module == "et_tensorrt" and any(a.name == "_C" for a in node.names):
+                bad.append(f"{name}: et_tensorrt._C")
+    assert bad == []

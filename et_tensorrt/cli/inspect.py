@@ -1,5 +1,5 @@
-"""``inspect``: what a .pte holds (et_tensorrt.inspection), read without running it. The flatbuffer is read
-without ExecuTorch; only our delegates' blobs need the C++ reader, which loads torch (about a second)."""
+"""``inspect``: what a .pte holds (et_tensorrt.inspection), read without running it: the flatbuffer without
+ExecuTorch (format/pte_tables.py), our delegates' blobs by the C++ reader without torch (format/_reader)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ import torch
 
 from et_tensorrt.errors import ProgramRefusedError
 from et_tensorrt.format.blob import Blob, WeightEntry, tensor_span
+from et_tensorrt.format.dtypes import scalar_type_dtype
 
 from .graph_check import check_program
 
@@ -65,10 +66,16 @@ def checked_program(graph: bytes):
 
 def weight_tensor(blob: Blob, entry: WeightEntry) -> torch.Tensor:
     """A WEIGHTS entry as a tensor of its own (copied out of the blob; the reader checked the bounds)."""
+    raw = torch.frombuffer(bytearray(blob.weight_bytes(entry)), dtype=torch.uint8) if entry.nbytes else None
+    return _as_declared(raw, entry)
+
+
+def _as_declared(raw: torch.Tensor | None, entry: WeightEntry) -> torch.Tensor:
+    """A WEIGHTS entry's bytes (uint8; None or empty for an empty tensor) as the tensor the entry declares."""
+    dtype = scalar_type_dtype(entry.dtype)
     if entry.nbytes == 0:
-        return torch.empty_strided(entry.sizes, entry.strides, dtype=entry.dtype)
-    raw = torch.frombuffer(bytearray(blob.weight_bytes(entry)), dtype=torch.uint8)
-    return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
+        return torch.empty_strided(entry.sizes, entry.strides, dtype=dtype)
+    return raw.view(dtype).as_strided(entry.sizes, entry.strides)
 
 
 def weight_tensors(blob: Blob, named: Mapping[str, bytes] | None = None) -> list[torch.Tensor]:
@@ -87,8 +94,7 @@ def weight_tensors(blob: Blob, named: Mapping[str, bytes] | None = None) -> list
         if data is None or len(data) != entry.nbytes:
             _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
         _check_named(entry, ref, data)
-        raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-        out.append(raw.view(entry.dtype).as_strided(entry.sizes, entry.strides))
+        out.append(_as_declared(torch.frombuffer(bytearray(data), dtype=torch.uint8), entry))
     return out
 
 
@@ -107,7 +113,7 @@ def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
             out.append(_as_entry(source, entry))
             continue
         if entry.nbytes == 0:
-            out.append(torch.empty_strided(entry.sizes, entry.strides, dtype=entry.dtype))
+            out.append(_as_declared(None, entry))
             continue
         if source is None or (ref is not None and memoryview(source).nbytes != entry.nbytes):
             _refuse(f"weight {entry.name!r} is named data {ref.key!r}, which the program's data given here lacks")
@@ -116,17 +122,18 @@ def weight_views(blob: Blob, named: Mapping[str, object]) -> list[torch.Tensor]:
         raw = np.frombuffer(source, dtype=np.uint8, count=entry.nbytes, offset=0 if ref is not None else entry.offset)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # read-only memory: these views are never written
-            out.append(torch.from_numpy(raw).view(entry.dtype).as_strided(entry.sizes, entry.strides))
+            out.append(_as_declared(torch.from_numpy(raw), entry))
     return out
 
 
 def _as_entry(tensor: torch.Tensor, entry: WeightEntry) -> torch.Tensor:
     """``tensor`` seen as ``entry`` declares it. Named data is keyed by its bytes, so weights with the same bytes (a
     constant-filled (128, 64) and (64, 128)) share one key and the tensor handed in may be the other's."""
-    if tensor.dtype == entry.dtype and tuple(tensor.shape) == tuple(entry.sizes) and tensor.stride() == entry.strides:
+    declared = (scalar_type_dtype(entry.dtype), tuple(entry.sizes), tuple(entry.strides))
+    if (tensor.dtype, tuple(tensor.shape), tensor.stride()) == declared:
         return tensor
-    raw = torch.from_numpy(tensor_span(tensor))  # the bytes named data holds: the storage span, in memory order
-    return raw.view(entry.dtype).as_strided(entry.sizes, entry.strides)
+    # the bytes named data holds: the storage span, in memory order
+    return _as_declared(torch.from_numpy(tensor_span(tensor)), entry)
 
 
 def _check_named(entry: WeightEntry, ref, data) -> None:

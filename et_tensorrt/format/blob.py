@@ -1,7 +1,9 @@
 """The delegate blob (docs/blob-format.md is the contract): the writer, and Python's view of the one reader.
 
-Parsing is done by the C++ reader the runtime uses (``et_tensorrt._C.parse_blob``,
-extension/runtime/blob_reader.cpp); :func:`read_blob` only fills the dataclasses below from its result.
+Parsing is done by the C++ reader the runtime uses (extension/format/blob_reader.cpp, bound without torch as
+``et_tensorrt.format._reader.parse_blob``); :func:`read_blob` only fills the dataclasses below from its result, so
+reading a blob loads no torch (``et-tensorrt inspect``). Dtypes are ExecuTorch ScalarType codes here, as the bytes
+store them (``format/dtypes.py`` names them and translates them to torch's); only the writer needs torch.
 The writer is Python because preprocess is: :func:`write_blob` writes format version 3 (version 2 with a
 DIGESTS section: a CRC-32 of every other section, which the reader checks before it parses any of them).
 """
@@ -14,15 +16,16 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-
-from et_tensorrt import _C
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import _reader, state_table
 from et_tensorrt.format import recipe as recipe_mod
 from et_tensorrt.format import refit_map as refit_map_mod
-from et_tensorrt.format import state_table
 from et_tensorrt.format.dtypes import scalar_type_code
+
+if TYPE_CHECKING:  # the writer takes tensors; reading a blob imports no torch
+    import torch
 
 MAGIC = b"ETRT"
 VERSION = 3  # written; versions 1 (PROGRAM = a torch.export.save archive) and 2 (no DIGESTS) are still read
@@ -93,6 +96,11 @@ def device_code(device) -> tuple[int, int]:
     return (DEVICE_CPU if kind == "cpu" else DEVICE_CUDA), idx
 
 
+def device_name(device_type: int, index: int) -> str:
+    """``(DEVICE_CUDA, 1)`` -> ``"cuda:1"``; ``"cpu"`` for the host (the inverse of :func:`device_code`)."""
+    return "cpu" if device_type == DEVICE_CPU else f"{_DEVICE_NAMES[device_type]}:{index}"
+
+
 @dataclass(frozen=True)
 class DimRange:
     min: int
@@ -123,8 +131,7 @@ class IOEntry:
 
     @property
     def device(self) -> str:
-        name = _DEVICE_NAMES[self.device_type]
-        return name if self.device_type == DEVICE_CPU else f"{name}:{self.device_index}"
+        return device_name(self.device_type, self.device_index)
 
 
 @dataclass(frozen=True)
@@ -156,7 +163,7 @@ class WeightEntry:
 
     name: str
     kind: str
-    dtype: torch.dtype
+    dtype: int  # ExecuTorch ScalarType code (format/dtypes.py: scalar_type_dtype for torch's)
     sizes: tuple[int, ...]
     strides: tuple[int, ...]
     offset: int
@@ -188,6 +195,11 @@ class Blob:
     exec_device_index: int = 0
     version: int = VERSION
     digests_verified: bool = False  # the reader checked every section against DIGESTS (version 3)
+
+    @property
+    def execution_device(self) -> str:
+        """Where the partition was lowered to run: "cpu" or "cuda:N" (the header's execution device)."""
+        return device_name(self.exec_device_type, self.exec_device_index)
 
     @property
     def inputs(self) -> list[IOEntry]:
@@ -235,8 +247,8 @@ class Blob:
 
     @staticmethod
     def from_parsed(parsed: dict, data, *, copy: bool = True, metadata: bool = True) -> Blob:
-        """The dataclass from ``_C.parse_blob``'s dict (or the delegate's). ``copy`` turns payload views
-        into ``bytes``; ``metadata`` decodes METADATA's JSON (the runtime never needs it)."""
+        """The dataclass from the reader's dict (``_reader.parse_blob``, or the delegate's). ``copy`` turns payload
+        views into ``bytes``; ``metadata`` decodes METADATA's JSON (the runtime never needs it)."""
 
         def payload(key):
             view = parsed[key]
@@ -246,15 +258,9 @@ class Blob:
         roles = {"input": ROLE_INPUT, "output": ROLE_OUTPUT, "size": ROLE_SIZE}
         for key in ("inputs", "outputs"):
             for e in parsed[key]:
-                dev = e["device"]
                 io.append(
                     IOEntry(
-                        roles[e["role"]],
-                        e["name"],
-                        e["dtype_code"],
-                        tuple(DimRange(*d) for d in e["dims"]),
-                        DEVICE_CPU if dev.type == "cpu" else DEVICE_CUDA,
-                        dev.index or 0,
+                        roles[e["role"]], e["name"], e["dtype"], tuple(DimRange(*d) for d in e["dims"]), *e["device"]
                     )
                 )
         weights = [
@@ -279,7 +285,7 @@ class Blob:
                 raise BlobFormatError(f"delegate blob: METADATA is not JSON: {exc}") from exc
             if not isinstance(meta, dict):
                 raise BlobFormatError("delegate blob: METADATA is not a JSON object")
-        exec_dev = parsed["execution_device"]
+        exec_type, exec_index = parsed["execution_device"]
         return Blob(
             io=io,
             engine=payload("engine"),
@@ -297,8 +303,8 @@ class Blob:
             recipe=recipe_mod.Recipe.from_parsed(parsed.get("recipe"), copy=copy),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
-            exec_device_type=DEVICE_CPU if exec_dev.type == "cpu" else DEVICE_CUDA,
-            exec_device_index=exec_dev.index or 0,
+            exec_device_type=exec_type,
+            exec_device_index=exec_index,
             version=parsed["version"],
             digests_verified=bool(parsed.get("digests_verified")),
         )
@@ -351,6 +357,8 @@ def _storage_span(t: torch.Tensor):
     """(uint8 array over the storage span t addresses, strides): a dense tensor keeps its strides (its
     storage span, in memory order); an expanded or overlapping one is made contiguous. No copy when t is a
     dense host tensor."""
+    import torch
+
     t = t.detach().cpu()
     if t.numel() == 0:
         return None, tuple(t.stride())
@@ -585,7 +593,7 @@ def read_blob(data, *, copy: bool = True) -> Blob:
     """Parse a blob with the runtime's C++ reader; every structural problem raises BlobFormatError. ``copy=False``:
     the sections are views of ``data`` (bytes), not copies of them."""
     data = bytes(data)
-    return Blob.from_parsed(_C.parse_blob(data), data, copy=copy)
+    return Blob.from_parsed(_reader.parse_blob(data), data, copy=copy)
 
 
 def program_digest(blob: Blob) -> str:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from et_tensorrt.errors import BlobFormatError
 from et_tensorrt.format import refit_map
+
+if TYPE_CHECKING:
+    import torch
 
 VERSION = 1  # the layout below; the C++ reader parses only this one (kRecipeVersion)
 _HEAD = struct.Struct("<IIIIQQ")  # version, reserved, header_len, reserved, graph_len, map_len
@@ -83,7 +85,7 @@ class Recipe:
 
     @staticmethod
     def from_parsed(parsed: dict | None, copy: bool = True) -> Recipe | None:
-        """``_C.parse_blob``'s ``recipe`` (None: the blob has none). Never raises: a header that is not a JSON
+        """The reader's ``recipe`` (None: the blob has none). Never raises: a header that is not a JSON
         object makes the recipe unusable (``error``), not the blob, which still runs without it."""
         if parsed is None:
             return None

@@ -4,7 +4,7 @@ One entry per ONNX initializer the engine was built from (TensorRT names refitta
 name, dtype and shape, and a short recipe of steps that rebuilds its exact bytes from the embedded program's
 WEIGHTS (a source weight, then the transforms ONNX export applied: cast, permute, reshape, a folded batch
 norm), or the initializer's own bytes where no recipe was found. :func:`encode` writes the payload; the C++
-reader parses and checks it (``_C.parse_blob``); :func:`rebuild` runs a recipe, the same at lowering time (to
+reader parses and checks it (``_reader.parse_blob``); :func:`rebuild` runs a recipe, the same at lowering time (to
 verify every entry byte for byte against the ONNX model) and at init (to refit the engine).
 
 The folded batch norm (``BN_*``) is computed as the exporter computes it (onnxscript's ``_fuse_batchnorm``
@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
 from et_tensorrt.errors import BlobFormatError
 from et_tensorrt.format.dtypes import scalar_type_dtype
+
+if TYPE_CHECKING:  # the table is read without them; running a recipe (rebuild) imports both
+    import numpy as np
+    import torch
 
 # Step opcodes (u8). Each pops/pushes one tensor on a small stack; a recipe leaves exactly one.
 SOURCE = 1  # push WEIGHTS entry `weight`
@@ -131,7 +133,7 @@ def encode(entries: list[Entry], raw: list[bytes]) -> tuple[bytes, list[Entry]]:
 
 
 def from_parsed(parsed: list[dict]) -> list[Entry]:
-    """``_C.parse_blob``'s ``refit_entries`` (the C++ reader checked them) as :class:`Entry` objects."""
+    """The reader's ``refit_entries`` (the C++ reader checked them) as :class:`Entry` objects."""
     out = []
     for e in parsed:
         steps = tuple(
@@ -149,13 +151,15 @@ def from_parsed(parsed: list[dict]) -> list[Entry]:
             )
             for s in e["steps"]
         )
-        out.append(Entry(e["name"], e["dtype_code"], tuple(e["sizes"]), steps))
+        out.append(Entry(e["name"], e["dtype"], tuple(e["sizes"]), steps))
     return out
 
 
 def _numpy(t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
     """``t`` cast to ``dtype`` (by torch, as the exporter casts the module), as the array the exporter's fold sees
     (bfloat16: ml_dtypes', as onnx-ir hands it)."""
+    import torch
+
     t = t.detach().cpu().to(dtype).contiguous()
     if dtype == torch.bfloat16:
         import ml_dtypes
@@ -165,6 +169,9 @@ def _numpy(t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
 
 
 def _torch(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    import numpy as np
+    import torch
+
     if dtype == torch.bfloat16:
         return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(np.ascontiguousarray(a))
@@ -173,6 +180,8 @@ def _torch(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
 def _bn_factor(gamma: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
     # onnxscript's fusion: gamma / np.sqrt(var + eps), eps (a Python float, the f32 attribute) taking var's dtype
     # (numpy >= 2, NEP 50); cast explicitly here so this side does not depend on numpy's promotion rules.
+    import numpy as np
+
     return gamma / np.sqrt(var + var.dtype.type(eps))
 
 
@@ -196,6 +205,8 @@ def rebuild(entry: Entry, weights: list[torch.Tensor], refit_map: bytes | memory
     """The entry's tensor (contiguous, host): its recipe run over ``weights`` (the WEIGHTS entries, in table
     order) and the REFIT_MAP payload's RAW bytes. Raises BlobFormatError when the result is not the entry's
     declared dtype and shape."""
+    import torch
+
     dtype = scalar_type_dtype(entry.dtype)
     stack: list[torch.Tensor] = []
     for s in entry.steps:

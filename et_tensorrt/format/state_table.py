@@ -5,7 +5,7 @@ contents (zeros, or the bytes), the engine input and output that carry it, wheth
 place (its output aliases its input: one device buffer) or returns the new value for the delegate to copy
 back, the guard the delegate checks before each call (where the write positions come from), and the program's
 methods whose delegates declare the same state (each binds the one buffer the loaded program holds). Written here,
-read by the C++ reader (extension/runtime/blob_reader.cpp, ``read_state_table``) with bounds checks, and
+read by the C++ reader (extension/format/blob_reader.cpp, ``read_state_table``) with bounds checks, and
 handed to the executors parsed.
 """
 
@@ -14,10 +14,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format.dtypes import element_size, scalar_type_dtype
 
-from et_tensorrt.format.dtypes import scalar_type_code, scalar_type_dtype
+if TYPE_CHECKING:  # reading the table imports no torch; making a state's tensor does
+    import torch
 
 UPDATE_IN_PLACE = 0  # the engine's output aliases its input (TensorScatter -> IKVCacheUpdateLayer)
 UPDATE_WRITE_BACK = 1  # the engine returns the new value; the delegate copies it into the state
@@ -35,7 +38,7 @@ _FIXED = struct.Struct("<HHHBBBBhBBhhq")
 @dataclass(frozen=True)
 class StateEntry:
     name: str  # the buffer's fully qualified name
-    dtype: torch.dtype
+    dtype: int  # ExecuTorch ScalarType code (format/dtypes.py)
     shape: tuple[int, ...]
     input_name: str  # the engine's binding names ("" when no engine was built)
     output_name: str
@@ -60,22 +63,30 @@ class StateEntry:
 
     @property
     def nbytes(self) -> int:
-        n = torch.empty((), dtype=self.dtype).element_size()
+        n = element_size(self.dtype)
         for d in self.shape:
             n *= d
         return n
 
     def initial_tensor(self, device: torch.device) -> torch.Tensor:
         """A fresh tensor holding the initial contents on ``device`` (owned: never a view of the blob)."""
+        import torch
+
+        dtype = scalar_type_dtype(self.dtype)
         if self.initial is None:
-            return torch.zeros(self.shape, dtype=self.dtype, device=device)
-        host = torch.frombuffer(bytearray(self.initial), dtype=self.dtype).reshape(self.shape)
+            return torch.zeros(self.shape, dtype=dtype, device=device)
+        host = torch.frombuffer(bytearray(self.initial), dtype=dtype).reshape(self.shape)
         return host.to(device, copy=True)
 
 
 def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
     out = [_HEAD.pack(len(entries), 0)]
     for e in entries:
+        if not isinstance(e.dtype, int):
+            raise BlobFormatError(
+                f"state {e.name!r}: dtype {e.dtype!r} is not an ExecuTorch ScalarType code "
+                "(format.dtypes.scalar_type_code gives it)"
+            )
         name, inp, outp = (s.encode("utf-8") for s in (e.name, e.input_name, e.output_name))
         init = INIT_ZEROS if e.initial is None else INIT_BYTES
         out.append(
@@ -83,7 +94,7 @@ def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
                 len(name),
                 len(inp),
                 len(outp),
-                scalar_type_code(e.dtype),
+                e.dtype,
                 len(e.shape),
                 e.update,
                 init,
@@ -108,6 +119,8 @@ def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
 
 def initial_bytes(t: torch.Tensor) -> bytes | None:
     """None when ``t`` is all zeros (the table then stores nothing), else its contiguous bytes."""
+    import torch
+
     if not bool(t.any()):
         return None
     return t.detach().contiguous().view(torch.uint8).numpy().tobytes()
@@ -118,7 +131,7 @@ def from_parsed(rows: Sequence[dict]) -> list[StateEntry]:
     return [
         StateEntry(
             name=r["name"],
-            dtype=scalar_type_dtype(r["dtype"]),
+            dtype=r["dtype"],
             shape=tuple(r["shape"]),
             input_name=r["input_name"],
             output_name=r["output_name"],

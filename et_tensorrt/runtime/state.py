@@ -18,6 +18,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from ..errors import StateSharingError
+from ..format.dtypes import scalar_type_dtype
 from . import shared
 
 aten = torch.ops.aten
@@ -65,9 +66,10 @@ def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> 
             key = (scope, e.name)
             t, maker = _states.acquire(key, lambda e=e: e.initial_tensor(device), method)
             held._keys.append(key)
-            if t.dtype != e.dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
+            dtype = scalar_type_dtype(e.dtype)
+            if t.dtype != dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
                 raise StateSharingError(
-                    f"method {method!r} needs the state {e.name!r} as {_spec(e.dtype, e.shape, device)}, but method "
+                    f"method {method!r} needs the state {e.name!r} as {_spec(dtype, e.shape, device)}, but method "
                     f"{maker!r} holds it as {_spec(t.dtype, t.shape, t.device)}: the methods cannot share it (run "
                     "them on one device, or lower them from one model)"
                 )

@@ -3,12 +3,10 @@
 #pragma once
 
 #include <c10/core/Device.h>
-#include <executorch/runtime/core/portable_type/device.h>
+
+#include "../format/scalar_types.h"
 
 namespace et_tensorrt {
-
-using EtDevice = executorch::runtime::etensor::Device;
-using EtDeviceType = executorch::runtime::etensor::DeviceType;
 
 // cpu -> CPU, cuda:N -> CUDA(N). A bare "cuda" (no index) means the *current* CUDA device, resolved
 // through torch's device guard when a CUDA runtime is loaded; without one (CPU builds, label-only

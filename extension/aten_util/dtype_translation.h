@@ -3,11 +3,10 @@
 #pragma once
 
 #include <c10/core/ScalarType.h>
-#include <executorch/runtime/core/portable_type/scalar_type.h>
+
+#include "../format/scalar_types.h"
 
 namespace et_tensorrt {
-
-using EtScalarType = executorch::runtime::etensor::ScalarType;
 
 EtScalarType torch_to_executorch_dtype(c10::ScalarType dtype);
 c10::ScalarType executorch_to_torch_dtype(EtScalarType dtype);

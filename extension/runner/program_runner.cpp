@@ -56,9 +56,8 @@ void check_against_program(const executorch::aten::Tensor& t, const executorch::
                            const std::string& method) {
   const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
   if (t.scalar_type() != info.scalar_type()) {
-    throw UnsupportedDtypeError(where + " has dtype " + c10::toString(executorch_to_torch_dtype(t.scalar_type())) +
-                                " but the program takes " +
-                                c10::toString(executorch_to_torch_dtype(info.scalar_type())));
+    throw UnsupportedDtypeError(where + " has dtype " + dtype_text(t.scalar_type()) + " but the program takes " +
+                                dtype_text(info.scalar_type()));
   }
   const auto sizes = info.sizes();
   bool fits = static_cast<size_t>(t.dim()) == sizes.size();
@@ -81,9 +80,8 @@ void check_output(const TensorPtr& t, const executorch::runtime::TensorInfo& inf
   const std::string where = "output " + std::to_string(index) + " of method '" + method + "'";
   if (t->scalar_type() != info.scalar_type()) {
     throw UnsupportedDtypeError(where + " is written in place, but the tensor given for it has dtype " +
-                                c10::toString(executorch_to_torch_dtype(t->scalar_type())) +
-                                " and the program writes " +
-                                c10::toString(executorch_to_torch_dtype(info.scalar_type())));
+                                dtype_text(t->scalar_type()) + " and the program writes " +
+                                dtype_text(info.scalar_type()));
   }
   if (static_cast<size_t>(t->numel()) * t->element_size() < info.nbytes() ||
       !executorch::runtime::is_contiguous_dim_order(t->dim_order().data(), t->dim_order().size())) {

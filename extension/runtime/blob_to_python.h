@@ -1,11 +1,10 @@
-// The parsed blob as Python sees it: one dict, built from the C++ reader's result, that both
-// et_tensorrt._C.parse_blob (tools, tests) and the delegate (handing its executor the blob it already
-// parsed) return. Section payloads are slices of `view`, a memoryview over the parsed bytes: no copies.
+// The parsed blob as the delegate hands it to its executor: format/blob_fields.h's dict (the one Python reads
+// everywhere), with the runtime's own additions: each WEIGHTS entry as a tensor viewing its bytes, and a named engine.
 #pragma once
 
 #include <torch/python.h>
 
-#include "blob_reader.h"
+#include "../format/blob_fields.h"
 #include "named_data.h"
 
 namespace et_tensorrt {

@@ -19,7 +19,7 @@
 #include <executorch/runtime/core/freeable_buffer.h>
 #include <executorch/runtime/core/span.h>
 
-#include "blob_reader.h"
+#include "../format/blob_reader.h"
 #include "executor_choice.h"
 #include "graph_interpreter.h"
 #include "named_data.h"

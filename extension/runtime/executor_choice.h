@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "blob_reader.h"
+#include "../format/blob_reader.h"
 #include "named_data.h"
 #include "program_scope.h"
 

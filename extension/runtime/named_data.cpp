@@ -7,7 +7,7 @@
 
 #include <executorch/runtime/core/freeable_buffer.h>
 
-#include "checksum.h"
+#include "../format/checksum.h"
 
 namespace et_tensorrt {
 namespace {

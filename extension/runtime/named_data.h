@@ -14,7 +14,7 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/core/named_data_map.h>
 
-#include "blob_reader.h"
+#include "../format/blob_reader.h"
 
 namespace et_tensorrt {
 

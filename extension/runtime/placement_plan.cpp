@@ -27,8 +27,7 @@ std::string range_str(const std::vector<DimRange>& dims) {
 // Why a tensor cannot be bound to this I/O entry at all (empty: it can).
 std::string mismatch(const ArgumentInfo& t, const IoEntry& e) {
   if (t.dtype != e.dtype) {
-    return std::string("dtype ") + c10::toString(executorch_to_torch_dtype(t.dtype)) + " where the engine takes " +
-           c10::toString(executorch_to_torch_dtype(e.dtype));
+    return "dtype " + dtype_text(t.dtype) + " where the engine takes " + dtype_text(e.dtype);
   }
   bool fits = t.sizes.size() == e.dims.size();
   for (size_t d = 0; fits && d < t.sizes.size(); ++d) {

@@ -11,7 +11,7 @@
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
-#include "blob_reader.h"
+#include "../format/blob_reader.h"
 
 namespace et_tensorrt {
 

@@ -8,7 +8,7 @@
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/core/span.h>
 
-#include "blob_reader.h"
+#include "../format/blob_reader.h"
 
 namespace et_tensorrt {
 

@@ -256,11 +256,12 @@ class Checks:
 
     # -- per program --------------------------------------------------------------------------------
     def blob(self, name: str):
+        from et_tensorrt.format import _reader
         from et_tensorrt.format.blob import read_blob
 
         out = []
         for raw in self.blobs(name):
-            parsed = self.et._C.parse_blob(raw)  # the C++ reader the delegate uses
+            parsed = _reader.parse_blob(raw)  # the C++ reader the delegate uses
             blob = read_blob(raw)
             engine = parsed["engine"]
             if blob.engine is None or engine is None or len(engine) == 0:
@@ -274,7 +275,7 @@ class Checks:
                     "version": parsed["version"],
                     "engine_bytes": len(engine),
                     "program_bytes": program_bytes,
-                    "execution_device": str(parsed["execution_device"]),
+                    "execution_device": blob.execution_device,
                     "metadata": json.loads(bytes(metadata) if metadata is not None else b"{}"),
                 }
             )

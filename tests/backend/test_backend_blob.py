@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import blob_fixtures as fx
 import pytest
 import torch
 
-from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.errors import BlobFormatError, UnsupportedDtypeError
 from et_tensorrt.format import blob as B
 from et_tensorrt.format import dtypes
 from et_tensorrt.format import recipe as R
+from et_tensorrt.format import state_table as ST
 
 
 def test_valid_blob_round_trips():
@@ -178,12 +180,12 @@ def test_every_truncation_is_rejected():
 
 
 def test_read_blob_is_the_cpp_reader():
-    """One reader: read_blob raises exactly what _C.parse_blob raises (same messages)."""
-    from et_tensorrt import _C
+    """One reader: read_blob raises exactly what _reader.parse_blob raises (same messages)."""
+    from et_tensorrt.format import _reader
 
     for name, (data, _) in fx.damaged_blobs().items():
         with pytest.raises(BlobFormatError) as native:
-            _C.parse_blob(data)
+            _reader.parse_blob(data)
         with pytest.raises(BlobFormatError) as wrapped:
             B.read_blob(data)
         assert str(native.value) == str(wrapped.value), name
@@ -205,6 +207,27 @@ def test_writer_refuses_what_readers_reject():
     assert B.device_code("cuda:3") == (1, 3) and B.device_code("cpu") == (0, 0)
     assert dtypes.scalar_type_code("torch.bfloat16") == 15 and dtypes.scalar_type_code(torch.complex64) == 9
     assert dtypes.scalar_type_dtype(15) is torch.bfloat16
+
+
+def test_dtype_codes_are_named_and_sized_as_torch_does():
+    """The format's one dtype table (extension/format/scalar_types.h, read without torch) agrees with the C++
+    translator and torch for every code: torch's name and element size, or none for a code torch lacks."""
+    for code in range(-1, 64):
+        try:
+            dtype = dtypes.scalar_type_dtype(code)
+        except UnsupportedDtypeError:
+            assert dtypes.scalar_type_name(code) == f"ScalarType({code})"
+            with pytest.raises(UnsupportedDtypeError):
+                dtypes.element_size(code)
+            continue
+        assert dtypes.scalar_type_name(code) == str(dtype).removeprefix("torch.")
+        assert dtypes.element_size(code) == dtype.itemsize, dtype
+
+
+def test_a_state_dtype_must_be_a_code():
+    entry = dataclasses.replace(fx.STATES[0], dtype=torch.float32)
+    with pytest.raises(BlobFormatError, match="not an ExecuTorch ScalarType code"):
+        ST.encode_state_table([entry])
 
 
 def test_fixture_files_are_written(tmp_path):

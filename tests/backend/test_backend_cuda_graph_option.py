@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import et_tensorrt
-from et_tensorrt import _C
 from et_tensorrt.errors import OptionError
+from et_tensorrt.format import _reader
 from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.runtime import executors
 
@@ -22,7 +22,7 @@ def _methods():
 
 
 def _graphed(pte: bytes) -> list[bool]:
-    return [executors._lowered_with_graph(_C.parse_blob(b)) for b in delegate_blobs(pte)]
+    return [executors._lowered_with_graph(_reader.parse_blob(b)) for b in delegate_blobs(pte)]
 
 
 def test_only_the_named_method_replays_as_a_graph(_engine_cache_dir):

@@ -104,7 +104,7 @@ def test_half_engine_carries_half_the_weights_and_keeps_fp32_io(mlp_lowerings, p
     model, x, lowered = mlp_lowerings
     (fp32,), (half,) = ([read_blob(b) for b in delegate_blobs(lowered[p])] for p in ("fp32", precision))
     assert len(half.engine) < 0.6 * len(fp32.engine)  # 4 MiB of fp32 weights: the engine is mostly weights
-    assert all(w.dtype == HALF[precision] for w in half.weights)  # cast once, at build
+    assert all(w.dtype == scalar_type_code(HALF[precision]) for w in half.weights)  # cast once, at build
     assert [e.dtype for e in half.io] == [scalar_type_code(torch.float32)] * 2
     got = Runner(lowered[precision]).run([x])[0]
     with torch.no_grad():

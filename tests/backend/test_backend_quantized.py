@@ -21,6 +21,7 @@ from et_tensorrt import QuantizationError, QuantizationWarning
 from et_tensorrt.backend.stages.job import record_exports
 from et_tensorrt.builder import onnx_weights
 from et_tensorrt.format import blob as B
+from et_tensorrt.format.dtypes import scalar_type_code
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.testing import Tester, decoders
 from et_tensorrt.testing import quantized_models as qm
@@ -128,8 +129,8 @@ def test_embedded_program_keeps_quantized_weights(lowered):
     by_dtype: dict = {}
     for w in blob.weights:
         by_dtype[w.dtype] = by_dtype.get(w.dtype, 0) + w.nbytes
-    quantized = by_dtype.get(torch.uint8 if "int4" in EXPECTED[lowered.case][0] else torch.int8, 0)
-    assert quantized > 2 * by_dtype.get(torch.float32, 0), by_dtype
+    quantized = by_dtype.get(scalar_type_code(torch.uint8 if "int4" in EXPECTED[lowered.case][0] else torch.int8), 0)
+    assert quantized > 2 * by_dtype.get(scalar_type_code(torch.float32), 0), by_dtype
 
 
 def test_inspect_shows_the_precision(lowered):

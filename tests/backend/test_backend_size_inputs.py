@@ -18,6 +18,7 @@ from et_tensorrt.builder.engine_builder import BuildSettings, build_engine
 from et_tensorrt.builder.onnx_export import OnnxExport, TensorInfo
 from et_tensorrt.builder.size_inputs import engine_program
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import _reader
 from et_tensorrt.format import blob as B
 
 
@@ -128,7 +129,7 @@ def test_size_entries_round_trip_in_both_readers():
     data = _size_blob()
     blob = B.read_blob(data)
     assert [e.role for e in blob.inputs] == [B.ROLE_SIZE, B.ROLE_INPUT]
-    parsed = _C.parse_blob(data)
+    parsed = _reader.parse_blob(data)
     assert [(i["role"], i["name"], i["dims"]) for i in parsed["inputs"]] == [
         ("size", "n", [(1, 4, 8)]),
         ("input", "x", [(1, 4, 8)]),

@@ -16,6 +16,7 @@ import et_tensorrt
 from et_tensorrt import Runner
 from et_tensorrt.errors import RunnerError
 from et_tensorrt.format.blob import read_blob
+from et_tensorrt.format.dtypes import scalar_type_code
 from et_tensorrt.inspection import delegate_blobs, format_program, inspect_bytes
 from et_tensorrt.parity import for_precision
 from et_tensorrt.testing import decoders
@@ -116,7 +117,7 @@ def test_half_precision_caches_are_updated_in_place(dtype):
     decoder = decoders.executorch_llama(layers=1, dtype=dtype)
     pte = et_tensorrt.lower(decoder.program)
     (blob,) = [read_blob(b) for b in delegate_blobs(pte)]
-    assert [(e.dtype, e.in_place) for e in blob.states] == [(dtype, True)] * 2
+    assert [(e.dtype, e.in_place) for e in blob.states] == [(scalar_type_code(dtype), True)] * 2
     steps = decoders.decode(decoder, pte, TOKENS[:6])
     assert max(s.max_error for s in steps) <= 0.05  # half precision against half-precision eager
     assert all(s.state_bytes == 0 for s in steps)
@@ -136,7 +137,7 @@ def test_fp32_decoder_in_half_precision_decodes_with_its_cache_in_place(half):
     assert len(report.partitions) == 1 and not report.host_nodes, str(report)
     (blob,) = [read_blob(b) for b in delegate_blobs(pte)]
     caches = [e for e in blob.states if "cache" in e.name]
-    assert caches and all(e.in_place and e.dtype == HALF[precision] for e in caches)
+    assert caches and all(e.in_place and e.dtype == scalar_type_code(HALF[precision]) for e in caches)
     assert sum(e.nbytes for e in caches) == decoder.cache_bytes // 2  # the fp32 cache's bytes, halved
     fp32_weights = sum(t.numel() * 4 for t in decoder.program.state_dict.values() if t.dtype == torch.float32)
     assert sum(w.nbytes for w in blob.weights) < 0.55 * (fp32_weights - decoder.cache_bytes)  # weights cast once

@@ -369,12 +369,12 @@ def _entry(name: str, steps: bytes, nsteps: int, sizes=(2,), dtype=6) -> bytes:
     ],
 )
 def test_reader_checks_refit_map_structure(lowered, payload, message):
-    from et_tensorrt import _C
+    from et_tensorrt.format import _reader
 
     (both,) = delegate_blobs(lowered["both"])
     data = _with_refit_map(both, payload)
     with pytest.raises(BlobFormatError, match=message):
-        _C.parse_blob(data)
+        _reader.parse_blob(data)
 
 
 def test_reader_accepts_a_valid_refit_map(refit_blob):

@@ -30,6 +30,16 @@ class Result:
         return [line for line in self.stderr_lines if not line.startswith(("  [et_tensorrt] ", "note: "))]
 
     @property
+    def imported(self) -> set[str]:
+        """The modules the command imported, when it ran with ``PYTHONPROFILEIMPORTTIME=1`` (its ``import time:``
+        lines on stderr)."""
+        lines = [line for line in self.stderr_lines if line.startswith("import time:") and "|" in line]
+        return {line.rsplit("|", 1)[1].strip() for line in lines}
+
+    def imported_torch(self) -> list[str]:
+        return sorted(m for m in self.imported if m == "torch" or m.startswith("torch."))
+
+    @property
     def error_line(self) -> str:
         """The one line a failing command prints on stderr (nothing else may be there but notices)."""
         assert "Traceback" not in self.stderr, self.stderr

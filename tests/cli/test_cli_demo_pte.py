@@ -97,6 +97,14 @@ def test_inspect_shows_methods_delegates_and_io_table(pte, run_cli):
         assert row.group(3) == ", ".join(str(d.min) for d in entry.dims)
 
 
+def test_inspect_reads_the_blobs_without_torch(pte, run_cli):
+    """The blob reader `inspect` uses (et_tensorrt.format._reader) links no torch: the command never imports it."""
+    result = run_cli("inspect", pte, cwd=pte.parent, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.status == 0, result.stderr[-2000:]
+    assert "et_tensorrt.format._reader" in result.imported and result.imported_torch() == []
+    assert "blob format version 3" in result.stdout and "input   arg_0" in result.stdout
+
+
 def test_inspect_truncated_pte_is_one_error_line(pte, tmp_path, run_cli):
     (tmp_path / "truncated.pte").write_bytes(pte.read_bytes()[:200])  # a real header, a broken body
     result = run_cli("inspect", "truncated.pte", cwd=tmp_path)

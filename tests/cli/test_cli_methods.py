@@ -26,6 +26,10 @@ def test_lower_prefill_and_decode_into_one_program(run_cli, tmp_path):
     assert all(e.methods == ("decode", "prefill") for b in blobs.values() for e in b.states)
     assert blobs["decode"].metadata["engine_shared_with"] == "prefill (engine 1/1)"
     assert blobs["decode"].metadata.get("cuda_graph") is True and "cuda_graph" not in blobs["prefill"].metadata
+    # `inspect` shows the state both methods bind, reading the blobs without torch
+    shown = run_cli("inspect", pte, cwd=tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert shown.status == 0 and shown.imported_torch() == []
+    assert shown.stdout.count("shared by") == 2 and "decode, prefill" in shown.stdout
 
 
 def test_unnamed_and_repeated_methods_are_refused(run_cli, tmp_path):

@@ -25,6 +25,7 @@ from et_tensorrt.errors import (
     UnsupportedDeviceError,
     UnsupportedDtypeError,
 )
+from et_tensorrt.format import _reader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,14 +124,14 @@ def test_empty_and_zero_dim_are_described(make):
 def test_truncated_garbled_wrong_version_blobs(name):
     data, _ = F.damaged_blobs()[name]
     with pytest.raises(BlobFormatError, match="^delegate blob: "):
-        _C.parse_blob(data)
-    assert _C.parse_blob(F.valid_blob())["version"] == 3
+        _reader.parse_blob(data)
+    assert _reader.parse_blob(F.valid_blob())["version"] == 3
 
 
 def test_blob_of_the_wrong_type_is_a_type_error():
     with pytest.raises(TypeError):
-        _C.parse_blob("ETRT not bytes")
-    assert _C.parse_blob(bytearray(F.valid_blob()))["version"] == 3
+        _reader.parse_blob("ETRT not bytes")
+    assert _reader.parse_blob(bytearray(F.valid_blob()))["version"] == 3
 
 
 # ------------------------------------------------------------------------- placement: shape/dtype
@@ -152,7 +153,7 @@ def _host_blob():
         (torch.zeros(5, 3), r"shape \(5, 3\) outside the engine's range \(1..4, 3\)"),
         (torch.zeros(2, 4), r"shape \(2, 4\) outside"),
         (torch.zeros(2, 3, 1), r"shape \(2, 3, 1\) outside"),
-        (torch.zeros(2, 3, dtype=torch.float64), "dtype Double where the engine takes Float"),
+        (torch.zeros(2, 3, dtype=torch.float64), "dtype float64 where the engine takes float32"),
     ],
 )
 def test_shape_or_dtype_mismatch_is_rejected_by_the_plan(x, reason):
@@ -235,7 +236,7 @@ def test_parse_blob_result_keeps_its_buffer_alive():
     """Section payloads are views of the parsed buffer (no copies): they keep it alive, and a bytearray
     cannot be resized under them; the I/O table is copied out."""
     buf = bytearray(F.valid_blob())
-    parsed = _C.parse_blob(buf)
+    parsed = _reader.parse_blob(buf)
     with pytest.raises(BufferError):
         buf.extend(b"x")
     metadata = bytes(parsed["metadata"])

@@ -17,8 +17,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from et_tensorrt import _C
 from et_tensorrt.errors import BlobFormatError
+from et_tensorrt.format import _reader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,8 +82,8 @@ def test_mutated_fixture_blobs_parse_or_raise_blob_format_error(data):
 def test_every_damaged_fixture_is_refused_and_the_next_valid_parse_succeeds():
     for name, (data, _) in F.damaged_blobs().items():
         with pytest.raises(BlobFormatError):
-            _C.parse_blob(data)
-        assert _C.parse_blob(VALID)["version"] == 3, name
+            _reader.parse_blob(data)
+        assert _reader.parse_blob(VALID)["version"] == 3, name
 
 
 def _blob_with_name(name: bytes) -> bytes:
@@ -102,8 +102,8 @@ def test_non_utf8_io_name_is_a_blob_format_error():
     with pytest.raises(BlobFormatError):
         B.read_blob(bad)
     with pytest.raises(BlobFormatError):
-        _C.parse_blob(bad)
-    assert _C.parse_blob(_blob_with_name("ünï".encode()))["inputs"][0]["name"] == "ünï"
+        _reader.parse_blob(bad)
+    assert _reader.parse_blob(_blob_with_name("ünï".encode()))["inputs"][0]["name"] == "ünï"
 
 
 def test_non_contiguous_buffers_are_read_in_logical_order_or_refused():
@@ -117,11 +117,11 @@ def test_non_contiguous_buffers_are_read_in_logical_order_or_refused():
     for view in (reversed_view, stepped):
         assert bytes(view) == VALID
         try:
-            parsed = _C.parse_blob(view)
+            parsed = _reader.parse_blob(view)
         except BufferError:
             continue  # refusing a non-contiguous buffer is fine
         assert parsed["version"] == 3 and len(parsed["inputs"]) == 2
-    assert _C.parse_blob(memoryview(VALID))["version"] == 3
+    assert _reader.parse_blob(memoryview(VALID))["version"] == 3
 
 
 # ------------------------------------------------------------------------------------ describe(view)

@@ -20,6 +20,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import _C
 from et_tensorrt.errors import LayoutError, RunnerError, UnsupportedDeviceError
+from et_tensorrt.format import _reader
 from et_tensorrt.inspection import delegate_blobs
 from et_tensorrt.runtime.runner import Runner
 
@@ -174,7 +175,7 @@ def test_fallback_refused_through_the_runner(pte, model, monkeypatch):
     from et_tensorrt.runtime import executors
 
     start, total = delegate_blob_span(pte)
-    assert len(_C.parse_blob(pte[start : start + total])["engine"]) > 0
+    assert len(_reader.parse_blob(pte[start : start + total])["engine"]) > 0
     if _C.cuda_device_count() > 0:
         pytest.skip("a GPU with TensorRT runs this engine; there is nothing to refuse")
     with monkeypatch.context() as m:

@@ -51,11 +51,11 @@ def test_meta_tensor(mlp_tester, et_method):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
 def test_wrong_dtype(mlp_tester, et_method, dtype):
     bad = torch.ones(2, 8, dtype=dtype)
-    name = {torch.float64: "Double", torch.int64: "Long"}[dtype]
+    name = {torch.float64: "float64", torch.int64: "int64"}[dtype]
     # The Runner checks inputs against the program's method metadata and names the problem.
     with pytest.raises(
         et_tensorrt.UnsupportedDtypeError,
-        match=rf"^input 0 of method 'forward' has dtype {name} but the program takes Float$",
+        match=rf"^input 0 of method 'forward' has dtype {name} but the program takes float32$",
     ):
         mlp_tester.runner.run([bad])
     with pytest.raises(RuntimeError, match="set_inputs"):

@@ -18,6 +18,7 @@ import et_tensorrt
 from et_tensorrt import _C
 from et_tensorrt.format import blob as B
 from et_tensorrt.format import state_table as S
+from et_tensorrt.format.dtypes import scalar_type_code
 from et_tensorrt.runtime import cuda_graph, executors
 
 
@@ -93,7 +94,7 @@ def _graphed(monkeypatch, fail: str = ""):
         B.IOEntry(B.ROLE_INPUT, "x", f32, (B.DimRange.static(1),)),
         B.IOEntry(B.ROLE_OUTPUT, "y", f32, (B.DimRange.static(1),)),
     ]
-    states = [S.StateEntry("total", torch.float32, (1,), "t", "t_out", S.UPDATE_IN_PLACE, None)]
+    states = [S.StateEntry("total", scalar_type_code(torch.float32), (1,), "t", "t_out", S.UPDATE_IN_PLACE, None)]
     cuda = FakeCuda(fail)
     context = AccumulatingContext(cuda)
     names = ["x", "t", "y", "t_out"]

@@ -8,13 +8,14 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import _C
+from et_tensorrt.format import _reader
 from et_tensorrt.format import blob as B
 from et_tensorrt.runtime import executors
 
 
 def _variant(mlp_blob: bytes, engine: bytes | None, device_index: int = 0) -> bytes:
     """The MLP's real blob (program and weights) with another ENGINE section and execution device."""
-    parsed = _C.parse_blob(mlp_blob)
+    parsed = _reader.parse_blob(mlp_blob)
     sections = [
         (B.SECTION_IO_TABLE, B.encode_io_table(B.read_blob(mlp_blob).io)),
         (B.SECTION_GRAPH, bytes(parsed["graph"])),

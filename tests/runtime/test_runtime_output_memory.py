@@ -35,7 +35,7 @@ def test_without_a_caller_tensor_the_runner_allocates_one(unplanned_outputs):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (lambda: torch.empty(2, 4, dtype=torch.int32), "has dtype Int and the program writes Float"),
+        (lambda: torch.empty(2, 4, dtype=torch.int32), "has dtype int32 and the program writes float32"),
         (lambda: torch.empty(1, 4), "must be contiguous and hold"),
         (lambda: torch.empty(4, 2).t(), "must be contiguous and hold"),
     ],

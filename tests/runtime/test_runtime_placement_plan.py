@@ -13,6 +13,8 @@ import torch
 
 import et_tensorrt
 from et_tensorrt import _C
+from et_tensorrt.format import _reader
+from et_tensorrt.format import blob as B
 
 CPU, CUDA0, CUDA1 = torch.device("cpu"), torch.device("cuda:0"), torch.device("cuda:1")
 
@@ -39,11 +41,11 @@ def out():
 
 
 def test_the_blob_is_the_mlps(mlp_blob):
-    parsed = _C.parse_blob(mlp_blob)
-    assert [i["dtype"] for i in parsed["inputs"]] == [torch.float32]
+    parsed = _reader.parse_blob(mlp_blob)
+    assert [i["dtype"] for i in parsed["inputs"]] == [6]  # ExecuTorch's Float: the reader returns codes
     assert parsed["inputs"][0]["dims"] == [(2, 2, 2), (8, 8, 8)]
     assert parsed["outputs"][0]["dims"] == [(2, 2, 2), (4, 4, 4)]
-    assert parsed["execution_device"] == CUDA0
+    assert parsed["execution_device"] == (B.DEVICE_CUDA, 0)
 
 
 def test_relabel_changes_the_label_only(x):
@@ -117,8 +119,8 @@ def test_bytes_copied_sums_every_copy(mlp_blob, x, out):
 @pytest.mark.parametrize(
     "make_input, x_device, exec_device, fragment",
     [
-        (lambda: torch.randn(2, 8, dtype=torch.float64), CPU, CPU, "dtype Double where the engine takes Float"),
-        (lambda: torch.randn(2, 8, dtype=torch.float16), CUDA0, CUDA0, "dtype Half where the engine takes Float"),
+        (lambda: torch.randn(2, 8, dtype=torch.float64), CPU, CPU, "dtype float64 where the engine takes float32"),
+        (lambda: torch.randn(2, 8, dtype=torch.float16), CUDA0, CUDA0, "dtype float16 where the engine takes float32"),
         (lambda: torch.randn(3, 8), CPU, CUDA0, "shape (3, 8) outside the engine's range (2, 8)"),
         (lambda: torch.randn(2, 8, 1), CUDA0, CUDA0, "outside the engine's range"),
         (lambda: torch.randn(2, 8), CUDA0, CPU, "labelled cuda:0 but the partition executes on the host"),

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import torch
 
 from et_tensorrt.format import blob as B
+from et_tensorrt.format.dtypes import scalar_type_code
 from et_tensorrt.runtime import executors
 
 
@@ -100,8 +101,17 @@ def _stateful(monkeypatch, aliases=True):
         B.IOEntry(B.ROLE_OUTPUT, "y", B.scalar_type_code(torch.float32), (B.DimRange.static(2), B.DimRange.static(4))),
     ]
     states = [
-        S.StateEntry("k_cache", torch.float32, (1, 1, 8, 2), "k", "k_out", S.UPDATE_IN_PLACE, None, position_input=0),
-        S.StateEntry("count", torch.int64, (1,), "n", "n_out", S.UPDATE_WRITE_BACK, None),
+        S.StateEntry(
+            "k_cache",
+            scalar_type_code(torch.float32),
+            (1, 1, 8, 2),
+            "k",
+            "k_out",
+            S.UPDATE_IN_PLACE,
+            None,
+            position_input=0,
+        ),
+        S.StateEntry("count", scalar_type_code(torch.int64), (1,), "n", "n_out", S.UPDATE_WRITE_BACK, None),
     ]
     context = StatefulContext()
     names = ["x", "k", "n", "y", "k_out", "n_out"]

@@ -9,6 +9,7 @@ from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recor
 from et_tensorrt.embedded_program.loader import weight_views
 from et_tensorrt.format import blob as blob_mod
 from et_tensorrt.format import state_table as table
+from et_tensorrt.format.dtypes import scalar_type_code
 
 
 def state_table(states, shared: dict[str, tuple[str, ...]] | None = None) -> bytes:
@@ -21,7 +22,7 @@ def state_table(states, shared: dict[str, tuple[str, ...]] | None = None) -> byt
         entries.append(
             table.StateEntry(
                 name=s.buffer,
-                dtype=s.dtype,
+                dtype=scalar_type_code(s.dtype),
                 shape=s.shape,
                 input_name=s.input_name,
                 output_name=s.output_name,

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../aten_util/device_translation.h"
-#include "../aten_util/dtype_translation.h"
+#include "scalar_types.h"
 
 namespace et_tensorrt {
 
