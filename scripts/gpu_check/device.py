@@ -9,7 +9,7 @@ else ./gpu_check_out): callN.json (steps, times, environment), build.log, gpu_ch
 Steps, each run once, in this order, as soon as its inputs have arrived (see transport.py for the stash):
   sources     the working tree's sources, checked against the bundle's SHA-256s, copied to R/prefix/src
   executorch  the ExecuTorch runtime (headers, libexecutorch.so, kernels) unpacked to R/prefix/site
-  build       et_tensorrt._C built in R/prefix/src against this machine's torch and that ExecuTorch
+  build       et_tensorrt._C and format._reader built in R/prefix/src against this machine's torch and ExecuTorch
   tensorrt    TensorRT-RTX (libraries, cp312 bindings, Python package) unpacked to R/prefix/site
   programs    the .pte files and references unpacked to R/prefix/programs
   check       scripts/gpu_check/checks.py with PYTHONPATH=R/prefix/src:R/prefix/site (runtime only)
@@ -177,10 +177,11 @@ class Call:
             tail = log_path.read_text(errors="replace").splitlines()[-25:]
             print("\n".join(tail), flush=True)
             raise StepFailed(f"the build failed (exit {returncode}); the last lines are above, all of it in build.log")
-        built = sorted(p.name for p in (self.src / "et_tensorrt").glob("_C*.so"))
-        if not built:
-            raise StepFailed("the build reported success but et_tensorrt/_C*.so is not there")
-        return f"{built[0]} against {torch_version()}"
+        package = self.src / "et_tensorrt"
+        built = [next(iter(sorted(package.glob(pattern))), None) for pattern in ("_C*.so", "format/_reader*.so")]
+        if None in built:
+            raise StepFailed("the build reported success but et_tensorrt/_C*.so or format/_reader*.so is not there")
+        return f"{', '.join(p.name for p in built)} against {torch_version()}"
 
     def step_tensorrt(self) -> str:
         transport.extract_tar(self.role("tensorrt_python"), self.site)
