@@ -16,6 +16,7 @@ import textwrap
 import zipfile
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import NamedTuple
 
 from ._text import table
 from .format.dtypes import scalar_type_name as scalar_name  # torch's names by the format's one table: no torch
@@ -104,7 +105,8 @@ def check_header(data: bytes, source: str = "input", size: int | None = None) ->
         raise NotAProgramError(
             f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; found {ident!r})"
         )
-    expected = _declared_size(bytes(data[:_EXTENDED_HEADER_END]))
+    header = _extended_header(bytes(data[:_EXTENDED_HEADER_END]))
+    expected = None if header is None else header.file_size
     if expected is not None and size < expected:
         raise NotAProgramError(
             f"{source} is truncated: {size:,} bytes, but its header says the program is {expected:,} bytes "
@@ -113,18 +115,28 @@ def check_header(data: bytes, source: str = "input", size: int | None = None) ->
     return ident.decode()
 
 
-def _declared_size(head: bytes) -> int | None:
-    """The file size ExecuTorch's extended header ("eh00" at byte 8) implies: the flatbuffer, and the segments
-    after it when the header records their size; None without an extended header."""
-    if len(head) < 24 or head[8:12] != b"eh00":
+class _ExtendedHeader(NamedTuple):
+    """ExecuTorch's extended header ("eh00" at byte 8): where the flatbuffer ends and the segments lie."""
+
+    program_size: int  # the flatbuffer's bytes, from the file's start
+    segment_base: int  # where the segments start
+    segment_data_size: int  # 0: not recorded (an older, 24-byte header)
+
+    @property
+    def file_size(self) -> int:
+        """The size the file must have: the flatbuffer, and the segments after it when the header records them."""
+        if not self.segment_data_size:
+            return self.program_size
+        return max(self.program_size, self.segment_base + self.segment_data_size)
+
+
+def _extended_header(head: bytes) -> _ExtendedHeader | None:
+    """The extended header of a file starting with ``head``; None without one."""
+    if len(head) < 32 or head[8:12] != b"eh00":
         return None
     length, program_size, segment_base = struct.unpack_from("<IQQ", head, 12)
-    expected = program_size
-    if length >= 32 and len(head) >= 40:
-        (segment_data_size,) = struct.unpack_from("<Q", head, 32)
-        if segment_data_size:
-            expected = max(expected, segment_base + segment_data_size)
-    return expected
+    recorded = length >= 32 and len(head) >= _EXTENDED_HEADER_END
+    return _ExtendedHeader(program_size, segment_base, struct.unpack_from("<Q", head, 32)[0] if recorded else 0)
 
 
 def _zip_message(source: str) -> str:
@@ -159,8 +171,8 @@ def read_flatbuffer(path: str | os.PathLike) -> bytes:
     check_file(path)
     with open(path, "rb") as f:
         head = f.read(_EXTENDED_HEADER_END)
-        size = struct.unpack_from("<Q", head, 16)[0] if head[8:12] == b"eh00" else None
-        return head + f.read(None if size is None else max(size - len(head), 0))
+        header = _extended_header(head)
+        return head + f.read(None if header is None else max(header.program_size - len(head), 0))
 
 
 def check_file(path: str | os.PathLike) -> str:
@@ -169,19 +181,6 @@ def check_file(path: str | os.PathLike) -> str:
     with open(path, "rb") as f:
         head = f.read(_EXTENDED_HEADER_END)
     return check_header(head, path, os.path.getsize(path))
-
-
-def _value_info(evalue) -> ValueInfo:
-    val = evalue.val
-    kind = type(val).__name__
-    if kind == "Tensor":
-        return ValueInfo(
-            "tensor",
-            scalar_name(val.scalar_type),
-            tuple(int(s) for s in val.sizes),
-            int(val.shape_dynamism) != 0,
-        )
-    return ValueInfo(kind.lower())
 
 
 def _delegate_bytes(program, delegate) -> bytes:
@@ -269,9 +268,8 @@ def _delegates_of(program, backend_id: str | None = None) -> list[tuple[str, obj
 
 def _segment_base(head: bytes) -> int:
     """Where the segments start (ExecuTorch's extended header); 0 without one."""
-    if len(head) < 32 or head[8:12] != b"eh00":
-        return 0
-    return struct.unpack_from("<Q", head, 24)[0]
+    header = _extended_header(head)
+    return 0 if header is None else header.segment_base
 
 
 def _tables_value(value) -> ValueInfo:
