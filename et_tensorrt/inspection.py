@@ -24,7 +24,9 @@ from .format.dtypes import scalar_type_name as scalar_name  # torch's names by t
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version, then
 # ExecuTorch's extended header: "eh00", its length, the flatbuffer's size, the segments' offset and size.
 _IDENT_OFFSET = 4
-_EXTENDED_HEADER_END = 40
+_EXTENDED_MAGIC = b"eh00"
+_EXTENDED_HEADER_MIN = 32  # magic, length, flatbuffer size, segment base (an older header stops here)
+_EXTENDED_HEADER_END = 40  # ... and the segments' size
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -105,6 +107,11 @@ def check_header(data: bytes, source: str = "input", size: int | None = None) ->
         raise NotAProgramError(
             f"{source} is not an ExecuTorch program (no 'ETnn' flatbuffer identifier at byte 4; found {ident!r})"
         )
+    if bytes(data[8:12]) == _EXTENDED_MAGIC and size < _EXTENDED_HEADER_MIN:
+        raise NotAProgramError(
+            f"{source} is truncated: {size:,} bytes, which ends inside ExecuTorch's {_EXTENDED_HEADER_MIN}-byte "
+            "extended header (an incomplete copy or download: write or copy the .pte again)"
+        )
     header = _extended_header(bytes(data[:_EXTENDED_HEADER_END]))
     expected = None if header is None else header.file_size
     if expected is not None and size < expected:
@@ -132,7 +139,7 @@ class _ExtendedHeader(NamedTuple):
 
 def _extended_header(head: bytes) -> _ExtendedHeader | None:
     """The extended header of a file starting with ``head``; None without one."""
-    if len(head) < 32 or head[8:12] != b"eh00":
+    if len(head) < _EXTENDED_HEADER_MIN or head[8:12] != _EXTENDED_MAGIC:
         return None
     length, program_size, segment_base = struct.unpack_from("<IQQ", head, 12)
     recorded = length >= 32 and len(head) >= _EXTENDED_HEADER_END

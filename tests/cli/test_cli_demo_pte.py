@@ -105,11 +105,18 @@ def test_inspect_reads_the_blobs_without_torch(pte, run_cli):
     assert "blob format version 3" in result.stdout and "input   arg_0" in result.stdout
 
 
-def test_inspect_truncated_pte_is_one_error_line(pte, tmp_path, run_cli):
-    (tmp_path / "truncated.pte").write_bytes(pte.read_bytes()[:200])  # a real header, a broken body
+@pytest.mark.parametrize(
+    "cut, says",
+    [
+        (200, "200 bytes, but its header says the program is"),  # a real header, a broken body
+        (28, "28 bytes, which ends inside ExecuTorch's 32-byte extended header"),  # the header itself cut
+    ],
+)
+def test_inspect_truncated_pte_is_one_error_line(pte, tmp_path, run_cli, cut, says):
+    (tmp_path / "truncated.pte").write_bytes(pte.read_bytes()[:cut])
     result = run_cli("inspect", "truncated.pte", cwd=tmp_path)
     assert result.status == 1
-    assert "truncated.pte is truncated: 200 bytes, but its header says the program is" in result.error_line
+    assert f"truncated.pte is truncated: {says}" in result.error_line
     assert "write or copy the .pte again" in result.error_line
 
 
