@@ -147,7 +147,6 @@ class MethodsRow:
 
 def run_methods(make, tokens) -> MethodsRow:
     from et_tensorrt import Runner
-    from et_tensorrt.format.blob import NAMED_ENGINE
     from et_tensorrt.runtime import state
 
     decoder = make()
@@ -156,7 +155,7 @@ def run_methods(make, tokens) -> MethodsRow:
     row.program_bytes = len(pte)
     row.one_method_bytes = len(et_tensorrt.lower(make().program))
     blobs = [d.blob for m in inspect_bytes(pte).methods for d in m.delegates]
-    row.engines = len({n.key for b in blobs for n in b.named if n.target == NAMED_ENGINE})
+    row.engines = len({b.named_engine.key for b in blobs if b.named_engine is not None})
     began = time.perf_counter()
     runner = Runner(pte)
     created = time.perf_counter() - began

@@ -57,7 +57,7 @@ LEGACY_SUFFIX = ".engine"  # entries of the ONNX-keyed cache before format 1 (re
 # files of this folder, removed by clear() too.
 RUNTIME_FOLDER = "runtime"
 RUNTIME_SUFFIX = ".rtcache"
-_TEMP_PREFIX = ".tmp-"
+TEMP_PREFIX = ".tmp-"  # files being written (runtime/runtime_cache.py too); removed by clear(), and when stale
 _STALE_TEMP_SECONDS = 3600  # a temp file this old belongs to a writer that died
 _STALE_HELD_SECONDS = 7 * 24 * 3600  # a held link this old belongs to a process that died (it holds no space
 # of its own while its entry is there)
@@ -266,7 +266,7 @@ class EngineWriter:
         directory = cache_dir() if entry is not None else Path(tempfile.gettempdir())
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
-        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=SUFFIX if entry else ".engine")
+        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=SUFFIX if entry else ".engine")
         self._file = os.fdopen(fd, "wb")
         if entry is not None:
             self._file.write(bytes(_HEAD.size))  # completed by commit()
@@ -503,8 +503,8 @@ def evict(limit: int, keep: str | None = None) -> int:
     with contextlib.suppress(OSError):
         for name in os.listdir(cache_dir()):
             path = cache_dir() / name
-            stale = _STALE_TEMP_SECONDS if name.startswith(_TEMP_PREFIX) else _STALE_HELD_SECONDS
-            if name.startswith((_TEMP_PREFIX, HELD_PREFIX)):
+            stale = _STALE_TEMP_SECONDS if name.startswith(TEMP_PREFIX) else _STALE_HELD_SECONDS
+            if name.startswith((TEMP_PREFIX, HELD_PREFIX)):
                 with contextlib.suppress(OSError):
                     if now - path.stat().st_mtime > stale:
                         path.unlink()
@@ -564,9 +564,7 @@ def clear() -> tuple[int, int]:
             names += [(runtime, n) for n in os.listdir(runtime)]
         for folder, name in names:
             path = folder / name
-            ours = name.endswith((SUFFIX, LEGACY_SUFFIX, RUNTIME_SUFFIX)) or name.startswith(
-                (_TEMP_PREFIX, HELD_PREFIX)
-            )
+            ours = name.endswith((SUFFIX, LEGACY_SUFFIX, RUNTIME_SUFFIX)) or name.startswith((TEMP_PREFIX, HELD_PREFIX))
             if not ours or not path.is_file():
                 continue
             with contextlib.suppress(OSError):

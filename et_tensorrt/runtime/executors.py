@@ -32,7 +32,7 @@ import torch
 
 from ..embedded_program import load_program
 from ..errors import EngineRefusedError
-from ..format.blob import DEVICE_CUDA, NAMED_ENGINE, Blob, program_digest
+from ..format.blob import DEVICE_CUDA, Blob, program_digest
 from ..format.dtypes import scalar_type_dtype
 from . import cuda_graph, graph_program, shared, state
 
@@ -460,8 +460,8 @@ _engines = shared.Registry()  # (program scope, engine key, device) -> (engine, 
 def _engine_key(blob: Blob, scope: int, device: torch.device) -> tuple | None:
     """The key of a named engine in its loaded program (methods that run one engine name the same datum,
     backend/engine_sharing.py), or None: deserialized for this delegate alone."""
-    named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
-    return (scope, named[0], str(device)) if scope and named else None
+    named = blob.named_engine
+    return (scope, named.key, str(device)) if scope and named is not None else None
 
 
 def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | str:
@@ -502,8 +502,8 @@ def _runtime_cache_path(blob: Blob, origin: str, device: torch.device):
         header = blob.recipe.header_bytes if blob.recipe is not None else b""
         engine = f"device-built|{program_digest(blob)}|{zlib.crc32(header):08x}"
     else:  # the blob's own engine, by its named-data key (a digest) or its CRC-32
-        named = [n.key for n in blob.named if n.target == NAMED_ENGINE]
-        engine = named[0] if named else f"crc32:{zlib.crc32(blob.engine):08x}"
+        named = blob.named_engine
+        engine = named.key if named is not None else f"crc32:{zlib.crc32(blob.engine):08x}"
     gpu = f"{torch.cuda.get_device_name(device)} sm{''.join(map(str, torch.cuda.get_device_capability(device)))}"
     return runtime_cache.path_for(engine, gpu)
 

@@ -50,7 +50,7 @@ class RuntimeCache:
             return len(data)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
+            fd, temp = tempfile.mkstemp(prefix=build_cache.TEMP_PREFIX, dir=self.path.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(temp, self.path)
