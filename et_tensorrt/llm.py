@@ -208,14 +208,13 @@ def _llama_params(model):
     return params
 
 
-def _hf_exporter(model, max_seq_len: int | None):
-    """``export(n, dynamic)``: the HF causal LM with its static cache of ``max_seq_len``, from ``n`` example tokens,
-    their number dynamic (1 .. max_seq_len - 1) or not, through ``TorchExportableModuleForDecoderOnlyLM``."""
+def _hf_exporter(model, length: int):
+    """``export(n, dynamic)``: the HF causal LM with its static cache of ``length`` positions, from ``n`` example
+    tokens, their number dynamic (1 .. length - 1) or not, through ``TorchExportableModuleForDecoderOnlyLM``."""
     import torch
     from transformers import GenerationConfig
     from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
 
-    length = max_seq_len or model.config.max_position_embeddings
     model.generation_config = GenerationConfig(
         use_cache=True,
         cache_implementation="static",
