@@ -10,7 +10,7 @@ void register_error_translators(pybind11::module_& m);
 
 void bind_tensor_descriptors(pybind11::module_& m);
 
-// Placement plans, the blob reader, the program runner; registers the backend.
+// Placement plans, the delegate's executor choice, the program runner; registers the backend.
 void bind_runtime(pybind11::module_& m);
 
 // The PyTorch executor's C++ fast path (extension/runtime/graph_interpreter.h).

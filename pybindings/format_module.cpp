@@ -3,11 +3,12 @@
 // the delegate runtime (et_tensorrt._C) links the same reader.
 #include <pybind11/pybind11.h>
 
-#include <string>
+#include <string_view>
 
 #include "../extension/format/blob_fields.h"
 #include "../extension/format/blob_reader.h"
 #include "../extension/format/scalar_types.h"
+#include "blob_bytes.h"
 
 namespace py = pybind11;
 
@@ -35,13 +36,10 @@ PYBIND11_MODULE(_reader, m) {
   m.def(
       "parse_blob",
       [](const py::buffer& data) {
-        const py::buffer_info info = data.request();
-        if (!PyBuffer_IsContiguous(info.view(), 'C')) {
-          throw py::buffer_error("a blob must be a C-contiguous buffer (bytes, bytearray or a contiguous memoryview)");
-        }
-        const auto* base = static_cast<const uint8_t*>(info.ptr);
-        const size_t size = static_cast<size_t>(info.size * info.itemsize);
-        const et_tensorrt::DelegateBlob blob = et_tensorrt::parse_delegate_blob(base, size);
+        py::buffer_info info;
+        const std::string_view bytes = et_tensorrt::python::bytes_view(data, info);
+        const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
+        const et_tensorrt::DelegateBlob blob = et_tensorrt::parse_delegate_blob(base, bytes.size());
         // Section payloads come back as slices of a byte view of `data` (which the slices keep alive).
         return et_tensorrt::blob_fields(blob, base, py::memoryview(data).attr("cast")("B"));
       },

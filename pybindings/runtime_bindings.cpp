@@ -20,6 +20,7 @@
 #include <thread>
 #include "../extension/runtime/backend_interface.h"
 #include "bindings.h"
+#include "blob_bytes.h"
 #include "tensor_descriptor_object.h"
 
 namespace py = pybind11;
@@ -70,14 +71,6 @@ struct PlanRecording {
   std::thread::id thread;
   std::vector<std::shared_ptr<const PlacementPlan>> plans;  // kept after __exit__
 };
-
-std::string_view bytes_view(const py::buffer& data, py::buffer_info& info) {
-  info = data.request();
-  if (!PyBuffer_IsContiguous(info.view(), 'C')) {
-    throw py::buffer_error("a blob must be a C-contiguous buffer (bytes, bytearray or a contiguous memoryview)");
-  }
-  return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
-}
 
 std::vector<ArgumentInfo> argument_infos(const std::vector<TensorDescriptor>& descriptors) {
   std::vector<ArgumentInfo> out;
