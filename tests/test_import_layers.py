@@ -57,7 +57,6 @@ LAYER_OF = {
     "et_tensorrt.quantization": "partition",
     "et_tensorrt.lowering": "api",
     "et_tensorrt.llm": "api",
-    "et_tensorrt.seq2seq": "api",
     "et_tensorrt.inspection": "api",
     "et_tensorrt.examples": "api",
     "et_tensorrt.testing": "tools",
@@ -142,11 +141,11 @@ def layer(module: str) -> str:
 
 
 def circles(found: list[Import]) -> list[list[str]]:
-    """The strongly connected components of more than one module (imports that run: TYPE_CHECKING ones left out)."""
+    """The strongly connected components of more than one module. TYPE_CHECKING imports count: two modules that need
+    each other's names, if only to annotate, are one concern split in two (or a third module is missing)."""
     graph = defaultdict(set)
     for i in found:
-        if not i.type_only:
-            graph[i.source].add(i.target)
+        graph[i.source].add(i.target)
     index, low, stack, on_stack, out = {}, {}, [], set(), []
 
     def connect(v):  # Tarjan

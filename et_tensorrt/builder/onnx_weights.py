@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -32,7 +32,17 @@ from et_tensorrt.errors import EngineBuildError
 if TYPE_CHECKING:
     import onnx
 
-    from et_tensorrt.builder.onnx_export import OnnxExport
+
+class HeldModel(Protocol):
+    """What this module reads of an export (``builder/onnx_export.OnnxExport``, which imports this module): the graph,
+    its bytes, and the tensors of its external initializers by name."""
+
+    model: onnx.ModelProto
+    initializers: dict[str, torch.Tensor]
+
+    @property
+    def model_bytes(self) -> bytes: ...
+
 
 # Initializers of at least this many bytes stay out of the protobuf (onnx's own default for external data).
 # 0: all of them. Empty initializers always stay inline (there is nothing to hold).
@@ -181,7 +191,7 @@ def _inline_tensor(init) -> torch.Tensor:
     return flat.reshape(tuple(init.dims))
 
 
-def initializers(export: OnnxExport) -> Iterator[tuple[str, torch.Tensor]]:
+def initializers(export: HeldModel) -> Iterator[tuple[str, torch.Tensor]]:
     """(name, tensor) of every initializer of the export, in the graph's order, as the builder sees them: the held
     tensors for the external ones (no copy), the protobuf's bytes decoded for the inline ones."""
     for init in export.model.graph.initializer:
@@ -199,7 +209,7 @@ def _byte_view(tensor: torch.Tensor) -> memoryview:
     return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
 
 
-def digest(export: OnnxExport) -> str:
+def digest(export: HeldModel) -> str:
     """SHA-256 of the ONNX model the builder sees: the graph's bytes, then each external initializer's name and
     the SHA-256 of its bytes."""
     from et_tensorrt.builder.named_data import tensor_digest  # local: named_data imports exir (not on the device)
@@ -211,11 +221,11 @@ def digest(export: OnnxExport) -> str:
     return h.hexdigest()
 
 
-def external_nbytes(export: OnnxExport) -> int:
+def external_nbytes(export: HeldModel) -> int:
     return sum(t.numel() * t.element_size() for t in export.initializers.values())
 
 
-def parse_tensorrt(parser, export: OnnxExport) -> bool:
+def parse_tensorrt(parser, export: HeldModel) -> bool:
     """TensorRT's ONNX parser fed the graph, then each external weight from memory (the tensors in
     ``export.initializers`` must outlive the parser and the network it fills). False: the parser refused it
     (its errors say why); EngineBuildError: a weight it would not take."""
@@ -246,7 +256,7 @@ def _ort_value(tensor: torch.Tensor, onnx_type: int):
     return ort.OrtValue.ortvalue_from_numpy(tensor.numpy())
 
 
-def _for_onnxruntime(export: OnnxExport, small: set[str]) -> bytes:
+def _for_onnxruntime(export: HeldModel, small: set[str]) -> bytes:
     """The graph onnxruntime loads: the external initializers in ``small`` inline (a copy of each: shape constants
     its shape inference reads), every other one a graph input of its type and shape, fed at each run."""
     import onnx
@@ -277,7 +287,7 @@ class OnnxRuntimeSession:
     ``OrtValue`` inputs over their memory (``run_with_iobinding``): onnxruntime copies external initializers into
     buffers of its own (measured with 1.32: the weights' size again), bound inputs it reads in place."""
 
-    def __init__(self, export: OnnxExport, options=None, providers=("CPUExecutionProvider",)):
+    def __init__(self, export: HeldModel, options=None, providers=("CPUExecutionProvider",)):
         import onnxruntime as ort
 
         options = options or ort.SessionOptions()
@@ -309,7 +319,7 @@ class OnnxRuntimeSession:
         return binding.copy_outputs_to_cpu()
 
 
-def onnxruntime_session(export: OnnxExport, options=None, providers=("CPUExecutionProvider",)) -> OnnxRuntimeSession:
+def onnxruntime_session(export: HeldModel, options=None, providers=("CPUExecutionProvider",)) -> OnnxRuntimeSession:
     """onnxruntime on the export, its weights read in place (:class:`OnnxRuntimeSession`); ``options`` as the
     caller sets them (quantized validation turns graph optimizations off)."""
     return OnnxRuntimeSession(export, options, providers)

@@ -119,8 +119,9 @@ def executorch_llama(
 
 
 def hf_llama(layers: int = 2) -> Decoder:
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from et_tensorrt.llm.causal import HFStaticCacheExport
 
     config = LlamaConfig(
         vocab_size=VOCAB,
@@ -133,29 +134,19 @@ def hf_llama(layers: int = 2) -> Decoder:
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval().requires_grad_(False)
-    model.generation_config = GenerationConfig(
-        use_cache=True,
-        cache_implementation="static",
-        max_length=MAX_CONTEXT,
-        cache_config={"batch_size": 1, "max_cache_len": MAX_CONTEXT},
-    )
-    exportable = TorchExportableModuleForDecoderOnlyLM(model)
+    exporter = HFStaticCacheExport(model, MAX_CONTEXT)
 
     def export(tokens, dynamic_length):  # from position 0
-        seq = torch.export.Dim("seq", min=1, max=MAX_CONTEXT - 1)
-        shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic_length else None
-        ids, positions = torch.tensor([tokens]), torch.arange(len(tokens))
-        return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
+        return exporter(len(tokens), dynamic_length)
 
     program = export([1], False)
-    # transformers 5's outer forward drops cache_position; the module it exports is the inner one
-    reference = copy.deepcopy(exportable.model)
+    reference = copy.deepcopy(exporter.module)
 
     def inputs(tokens, start):
         ids = torch.tensor([tokens], dtype=torch.long)
         return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
 
-    cache = sum(b.numel() * b.element_size() for n, b in exportable.named_buffers() if "_cache_" in n)
+    cache = sum(b.numel() * b.element_size() for n, b in exporter.exportable.named_buffers() if "_cache_" in n)
     return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache, export)
 
 

@@ -198,12 +198,12 @@ def _projections(program) -> int:
 
 
 def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input():
-    """et_tensorrt.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
+    """et_tensorrt.llm.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
     the decoder reads them instead of projecting the hidden states at every token (two projections fewer per layer),
     and decodes like HF's own export; they are shared into the decoder's delegate, not copied."""
     import torch
 
-    from et_tensorrt.seq2seq import export_encoder_decoder
+    from et_tensorrt.llm import export_encoder_decoder
 
     seq2seq = decoders.t5_seq2seq()
     methods = export_encoder_decoder(seq2seq.model, max_cache_len=decoders.MAX_CONTEXT, max_input_len=16)
@@ -229,7 +229,7 @@ def test_a_decoder_only_model_is_refused_naming_the_causal_lm_export():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from et_tensorrt.errors import OptionError
-    from et_tensorrt.seq2seq import export_encoder_decoder
+    from et_tensorrt.llm import export_encoder_decoder
 
     model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                          num_attention_heads=2, num_key_value_heads=1))  # fmt: skip

@@ -1,10 +1,11 @@
-"""Text generation with ExecuTorch's own C++ ``TextLLMRunner`` on a program lowered with et_tensorrt.
+"""Text generation with a program lowered with et_tensorrt: ExecuTorch's own C++ ``TextLLMRunner`` for a one-``forward``
+program, :class:`MethodsDriver` (``Runner`` over ``prefill`` and ``decode``) for a two-method one.
 
 ``TextLLMRunner`` (``executorch.extension.llm.runner``) links the same ``libexecutorch.so`` our backend is
 registered in (``import et_tensorrt``), so it runs our delegate with no glue. It reads the model's facts from
-constant methods (:func:`llm_methods`: lower with ``constant_methods=llm_methods(...)``), calls ``forward``
-with the tokens and their start position, and keeps the position across ``generate`` calls until ``reset``;
-the KV cache stays in the delegate the whole time (docs/stateful-decode.md).
+constant methods (:func:`~et_tensorrt.llm.llm_methods`: lower with ``constant_methods=llm_methods(...)``), calls
+``forward`` with the tokens and their start position, and keeps the position across ``generate`` calls until
+``reset``; the KV cache stays in the delegate the whole time (docs/stateful-decode.md).
 
 It prints the text it generates to the process's stdout from C++ (its Python token callback raises
 ``UnicodeDecodeError`` on the partial UTF-8 tokens a byte-level tokenizer yields), so :class:`TextGenerator`
@@ -19,35 +20,10 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from .errors import RunnerError
-
-# What TextLLMRunner reads from the program (ExecuTorch's extension/llm/runner), besides "forward".
-REQUIRED_METHODS = (
-    "get_max_seq_len",
-    "get_max_context_len",
-    "get_vocab_size",
-    "get_bos_id",
-    "get_eos_ids",
-    "use_kv_cache",
-    "enable_dynamic_shape",
-)
-
-
-def _method_names(pte: bytes) -> set[str]:
-    """Read from the flatbuffer alone (no ExecuTorch, no torch): the command line refuses a file at once."""
-    from .format.pte_tables import method_names
-
-    return set(method_names(pte))
-
-
-def missing_methods(pte: bytes, decoding: Sequence[str] = ("forward",)) -> list[str]:
-    """The methods TextLLMRunner (``decoding``: the methods that take tokens) needs that ``pte`` lacks."""
-    names = _method_names(pte)
-    return [n for n in (*decoding, *REQUIRED_METHODS) if n not in names]
+from ..errors import RunnerError
+from .constants import _method_names, missing_methods
 
 
 def _check_files(model, tokenizer, data_path) -> None:
@@ -59,192 +35,6 @@ def _check_files(model, tokenizer, data_path) -> None:
         from et_tensorrt import _C
 
         _C.check_data_file(os.fspath(data_path), os.fspath(model))
-
-
-def llm_methods(
-    *,
-    max_seq_len: int,
-    vocab_size: int,
-    bos_id: int,
-    eos_ids: Sequence[int],
-    max_context_len: int | None = None,
-    use_kv_cache: bool = True,
-    enable_dynamic_shape: bool = True,
-) -> dict:
-    """The constant methods ExecuTorch's LLM runners read (as ``export_llama`` writes them)."""
-    methods = {
-        "get_max_seq_len": max_seq_len,
-        "get_max_context_len": max_context_len or max_seq_len,
-        "get_vocab_size": vocab_size,
-        "get_bos_id": bos_id,
-        "get_eos_ids": list(eos_ids),
-        "use_kv_cache": use_kv_cache,
-        "enable_dynamic_shape": enable_dynamic_shape,
-    }
-    assert set(methods) == set(REQUIRED_METHODS)
-    return methods
-
-
-def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
-    """``{"prefill": ..., "decode": ...}`` ExportedPrograms of one causal LM, as ExecuTorch's CUDA backend and
-    optimum-executorch export LLMs: ``prefill`` takes 1 .. max_seq_len - 1 tokens (a dynamic length), ``decode`` one.
-    Lowered together (``et_tensorrt.lower(methods, constant_methods=llm_methods(...))``) both bind one KV cache in the
-    delegate and run one engine (docs/stateful-decode.md, "Several methods").
-
-    ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)`` or ``from_pretrained(folder)``; exported
-    with its static cache of ``max_seq_len``, default its ``max_position_embeddings``, through
-    ``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache`` and
-    ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own)."""
-    export, _, _, dynamic = _exporter(model, max_seq_len)
-    if not dynamic:
-        raise TypeError(
-            "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
-            "use_kv_cache=True and enable_dynamic_shape=True"
-        )
-    return _prefill_decode(export)
-
-
-@dataclass
-class ExportedLM:
-    """What :func:`export_causal_lm` made: lower it with ``et_tensorrt.save(path, lm.programs,
-    constant_methods=lm.constant_methods)``."""
-
-    programs: Any  # one ExportedProgram ("forward") or {"prefill": ..., "decode": ...}
-    constant_methods: dict  # llm_methods(...): what TextLLMRunner and TextGenerator read
-    max_seq_len: int
-    vocab_size: int
-
-
-def export_causal_lm(
-    model,
-    *,
-    max_seq_len: int | None = None,
-    methods: str = "forward",
-    bos_id: int | None = None,
-    eos_ids: Sequence[int] | None = None,
-) -> ExportedLM:
-    """One causal LM, exported with its KV cache for ``et_tensorrt.lower``/``save``, and the constant methods
-    ExecuTorch's LLM runners read (:func:`llm_methods`), in one call.
-
-    ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)``), the path of a local HF checkpoint
-    directory (``config.json`` and weights: loaded with ``AutoModelForCausalLM.from_pretrained``, never downloaded),
-    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama).
-
-    ``methods``: ``"forward"``, one method taking 1 .. max_seq_len - 1 tokens and their positions (ExecuTorch's
-    ``TextLLMRunner`` calls it; ExecuTorch's llama without ``enable_dynamic_shape`` takes one token a call), or
-    ``"prefill_decode"``, the two methods of :func:`export_prefill_decode` (``TextGenerator`` drives them through
-    ``Runner``). ``max_seq_len``: the KV cache's length, default the HF config's ``max_position_embeddings`` (pass
-    it for a real checkpoint: the cache takes that many positions of memory); ExecuTorch's llama has its own.
-    ``bos_id``/``eos_ids``: default the HF config's ``bos_token_id``/``eos_token_id``; required for ExecuTorch's
-    llama (its tokenizer's)."""
-    if methods not in ("forward", "prefill_decode"):
-        raise ValueError(f"methods is 'forward' or 'prefill_decode', not {methods!r}")
-    if isinstance(model, (str, os.PathLike)):
-        model = _from_checkpoint(model)
-    if _is_hf(model):
-        bos_id = model.config.bos_token_id if bos_id is None else bos_id
-        eos_ids = model.config.eos_token_id if eos_ids is None else eos_ids
-    elif max_seq_len not in (None, _llama_params(model).max_seq_len):
-        raise ValueError(
-            f"ExecuTorch's llama Transformer has its own max_seq_len ({model.params.max_seq_len}, its ModelArgs): "
-            f"build it with max_seq_len={max_seq_len} instead"
-        )
-    export, length, vocab, dynamic = _exporter(model, max_seq_len)
-    if bos_id is None or eos_ids is None:
-        raise ValueError("export_causal_lm needs bos_id= and eos_ids= (the tokenizer's): the model does not name them")
-    eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
-    if methods == "prefill_decode":
-        if not dynamic:
-            raise ValueError(
-                "methods='prefill_decode' needs ExecuTorch's llama built with enable_dynamic_shape=True (prefill takes "
-                "the prompt in one call); or export it with methods='forward'"
-            )
-        programs = _prefill_decode(export)
-    else:
-        programs = export(2, True) if dynamic else export(1, False)
-    constants = llm_methods(
-        max_seq_len=length, vocab_size=vocab, bos_id=bos_id, eos_ids=eos_ids, enable_dynamic_shape=dynamic
-    )
-    return ExportedLM(programs, constants, length, vocab)
-
-
-def _exporter(model, max_seq_len: int | None):
-    """(``export(n, dynamic)``, the cache's length, the vocabulary size, whether the token count may vary) of a HF
-    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``) or ExecuTorch's llama
-    (its own length)."""
-    if _is_hf(model):
-        length = max_seq_len or model.config.max_position_embeddings
-        return _hf_exporter(model, length), length, model.config.vocab_size, True
-    params = _llama_params(model)
-    return _llama_exporter(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
-
-
-def _prefill_decode(export) -> dict:
-    return {"prefill": export(2, True), "decode": export(1, False)}
-
-
-def _is_hf(model) -> bool:
-    return hasattr(model, "generation_config") and hasattr(model, "config")
-
-
-def _from_checkpoint(path):
-    if not os.path.isfile(os.path.join(path, "config.json")):
-        raise FileNotFoundError(
-            f"no HF checkpoint directory at {os.fspath(path)!r} (no config.json): give a folder saved with "
-            "save_pretrained (nothing is downloaded), or the model itself"
-        )
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
-
-
-def _llama_params(model):
-    params = getattr(model, "params", None)
-    if params is None or not getattr(params, "use_kv_cache", False):
-        raise TypeError(
-            "takes a HF transformers causal LM (or its checkpoint directory) or ExecuTorch's llama Transformer built "
-            "with use_kv_cache=True"
-        )
-    return params
-
-
-def _hf_exporter(model, length: int):
-    """``export(n, dynamic)``: the HF causal LM with its static cache of ``length`` positions, from ``n`` example
-    tokens, their number dynamic (1 .. length - 1) or not, through ``TorchExportableModuleForDecoderOnlyLM``."""
-    import torch
-    from transformers import GenerationConfig
-    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
-
-    model.generation_config = GenerationConfig(
-        use_cache=True,
-        cache_implementation="static",
-        max_length=length,
-        cache_config={"batch_size": 1, "max_cache_len": length},
-    )
-    exportable = TorchExportableModuleForDecoderOnlyLM(model.eval())
-    seq = torch.export.Dim("seq", min=1, max=length - 1)
-
-    def export(n: int, dynamic: bool):
-        shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
-        ids, positions = torch.ones((1, n), dtype=torch.long), torch.arange(n)
-        return exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
-
-    return export
-
-
-def _llama_exporter(model):
-    """``export(n, dynamic)``: ExecuTorch's llama Transformer (``use_kv_cache``) from ``n`` example tokens at
-    position 0, their number dynamic (``enable_dynamic_shape``) or not."""
-    import torch
-
-    seq = torch.export.Dim("seq", min=1, max=model.params.max_seq_len - 1)
-
-    def export(n: int, dynamic: bool):
-        example = (torch.ones((1, n), dtype=torch.long), {"input_pos": torch.tensor([0], dtype=torch.long)})
-        shapes = ({1: seq}, {"input_pos": {0: None}}) if dynamic else None
-        return torch.export.export(model.eval(), example, dynamic_shapes=shapes, strict=False)
-
-    return export
 
 
 @dataclass
@@ -372,9 +162,9 @@ class TextGenerator:
         self, model: str | os.PathLike, tokenizer: str | os.PathLike, data_path: str | os.PathLike | None = None
     ):
         """``data_path``: the .ptd holding the program's named data (a lowering with ``named_data="ptd"``)."""
-        from . import load_native
-        from .compile_specs import BACKEND_ID
-        from .format.pte_tables import read_tables
+        from .. import load_native
+        from ..compile_specs import BACKEND_ID
+        from ..format.pte_tables import read_tables
 
         load_native()  # the backend registered in libexecutorch.so (the command line's process defers it)
         _check_files(model, tokenizer, data_path)
@@ -407,7 +197,7 @@ class TextGenerator:
         with each piece of text (bytes) as the runner prints it, from another thread."""
         from executorch.extension.llm.runner import GenerationConfig
 
-        from .runtime.runner import record_plans
+        from ..runtime.runner import record_plans
 
         config = GenerationConfig()
         config.max_new_tokens = max_new_tokens
@@ -474,8 +264,8 @@ class MethodsDriver:
     def __init__(self, model, tokenizer, data_path=None):
         from tokenizers import Tokenizer
 
-        from .format.pte_tables import read_tables
-        from .runtime.runner import Runner
+        from ..format.pte_tables import read_tables
+        from ..runtime.runner import Runner
 
         _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import OptionError
+from ..errors import OptionError
 
 
 class _Encoder(torch.nn.Module):

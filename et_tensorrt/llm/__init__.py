@@ -1,0 +1,63 @@
+"""Language models and the other model families ExecuTorch ships on NVIDIA, as programs for et_tensorrt: one
+exporter per family (the methods and constant methods ExecuTorch's runners read), over the same partitioner, states
+and runtime, and the drivers that generate with them.
+
+* ``constants``: the constant methods ExecuTorch's LLM runners read (:func:`llm_methods`);
+* ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
+* ``seq2seq``: encoder–decoders (:func:`export_encoder_decoder`);
+* ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
+  ``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`).
+
+Names load with their module on first use: the command line reads :func:`missing_methods` without torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# public name -> the module of this package that defines it
+_HOME = {
+    "REQUIRED_METHODS": "constants",
+    "llm_methods": "constants",
+    "missing_methods": "constants",
+    "ExportedLM": "causal",
+    "export_causal_lm": "causal",
+    "export_prefill_decode": "causal",
+    "export_encoder_decoder": "seq2seq",
+    "Generation": "generation",
+    "MethodsDriver": "generation",
+    "TextGenerator": "generation",
+}
+
+__all__ = [
+    "REQUIRED_METHODS",
+    "ExportedLM",
+    "Generation",
+    "MethodsDriver",
+    "TextGenerator",
+    "export_causal_lm",
+    "export_encoder_decoder",
+    "export_prefill_decode",
+    "llm_methods",
+    "missing_methods",
+]
+assert set(__all__) == set(_HOME)
+
+if TYPE_CHECKING:
+    from .causal import ExportedLM, export_causal_lm, export_prefill_decode
+    from .constants import REQUIRED_METHODS, llm_methods, missing_methods
+    from .generation import Generation, MethodsDriver, TextGenerator
+    from .seq2seq import export_encoder_decoder
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
