@@ -337,6 +337,7 @@ def export_onnx(
                 raise EngineBuildError(f"ONNX export of the partition failed: {exc}") from exc
             logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
     exported_values = list(program.model.graph.initializers.values())  # before the optimizer replaces some
+    _drop_source_locations(program.model)
     optimize(program.model)
     threshold = onnx_weights.DEFAULT_THRESHOLD if external_threshold is None else external_threshold
     model, held = onnx_weights.split_model(program.model, threshold)  # never the weights in a protobuf
@@ -361,6 +362,23 @@ def export_onnx(
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     onnx.checker.check_model(onnx_weights.checkable(model))
     return OnnxExport(model, int(opset), inputs, outputs, picked, seconds, initializers=held)
+
+
+# Node metadata naming the user's source files (paths and line numbers): the same partition exported from two
+# checkouts of a model's code would be two ONNX graphs, and the build cache (keyed by the partition) would take
+# one for a changed export of the other. The op each node came from stays (``pkg.torch.onnx.fx_node``, ``namespace``).
+_SOURCE_LOCATION_KEYS = ("pkg.torch.onnx.stack_trace",)
+
+
+def _drop_source_locations(model) -> None:
+    """Removes the source-location metadata of every node of an onnx_ir model (its functions' included)."""
+    import onnx_ir as ir
+
+    graphs = [model.graph, *model.functions.values()]
+    for graph in graphs:
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            for key in _SOURCE_LOCATION_KEYS:
+                node.metadata_props.pop(key, None)
 
 
 def onnx_node_origin(model: onnx.ModelProto | bytes, node_name: str) -> str | None:

@@ -198,6 +198,46 @@ def test_recording_for_check_exports_the_onnx_and_keeps_the_hit_only_if_it_is_th
     assert b"-other" in recorded.export.model_bytes  # check runs the ONNX this engine was built from
 
 
+_MODEL_SOURCE = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+"""
+
+
+def _model_from(folder: Path) -> torch.nn.Module:
+    """The same model code, imported from a file in ``folder`` (a checkout of its own)."""
+    import importlib.util
+
+    folder.mkdir()
+    (folder / "net.py").write_text(_MODEL_SOURCE)
+    spec = importlib.util.spec_from_file_location("net", folder / "net.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Net().eval()
+
+
+def test_the_same_code_in_two_checkouts_shares_one_entry(cache, tmp_path):
+    """The key and the ONNX the engine was built from hold no source location: `check` from a second checkout
+    takes the first one's engine (it was evicted, "the ONNX export differs", when stack traces named the files)."""
+    args = (torch.randn(2, 6),)
+    first, _ = _one(lower(_model_from(tmp_path / "checkout_a"), args))
+    with preprocess.record_exports() as exports:
+        second, _ = _one(lower(_model_from(tmp_path / "checkout_b"), args))
+    assert (first.metadata["cache"], second.metadata["cache"]) == ("miss", "hit")
+    (recorded,) = exports.values()
+    assert b"checkout_" not in recorded.export.model_bytes
+    assert len(list(cache.glob(f"*{build_cache.SUFFIX}"))) == 1
+
+
 def _entry(key: str, size: int) -> build_cache.Entry:
     io = [B.IOEntry(B.ROLE_INPUT, "x", 6, (B.DimRange.static(2),))]
     return build_cache.Entry(key=key, engine=os.urandom(size), io=io, info={"label": key[:4]})
