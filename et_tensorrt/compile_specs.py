@@ -52,8 +52,9 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 # at init from the program's WEIGHTS (each weight stored once); engine-only: no program (runs only on a GPU).
 WEIGHTS_MODES = ("both", "refit", "engine-only")
 # off: each blob carries its engine and weights; pte / ptd: they are ExecuTorch named data (NamedDataStore), stored
-# once per program (shared by its partitions and methods), inside the .pte or in a .ptd file beside it.
-NAMED_DATA_MODES = ("off", "pte", "ptd")
+# once per program (shared by its partitions and methods), inside the .pte or in a .ptd file beside it; auto: pte for a
+# program of several methods, off for one (decided by the backend, which sees the methods: every front door gets it).
+NAMED_DATA_MODES = ("auto", "off", "pte", "ptd")
 _ARCH = re.compile(r"^(sm_?)?\d{2,3}[a-z]?$|^\d+\.\d+$|^current$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -233,10 +234,11 @@ class BuildOptions:
 
     named_data: str = _option(
         NAMED_DATA,
-        "off",
+        "auto",
         "where engines and weights are stored: off (in each delegate blob), pte (ExecuTorch named data inside the "
-        ".pte) or ptd (named data in a .ptd file beside the .pte; et_tensorrt.save and `et-tensorrt lower` write "
-        "it); with named data each weight is stored once per program, shared by every partition and method",
+        ".pte), ptd (named data in a .ptd file beside the .pte; et_tensorrt.save and `et-tensorrt lower` write "
+        "it) or auto (pte for a program of several methods, off for one); with named data each weight is stored "
+        "once per program, shared by every partition and method",
         _named_data,
         shapes_engine=False,
     )

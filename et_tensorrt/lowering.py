@@ -49,8 +49,9 @@ def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **option
 
     Several methods (ExecuTorch's convention: a dict of ExportedPrograms by method name, e.g. ``{"prefill": ep_p,
     "decode": ep_d}``) make one program: a buffer they all update (a KV cache) is one state of the loaded program
-    that every method's delegate binds (docs/stateful-decode.md), and by default (``named_data="pte"`` unless given)
-    a weight or engine they share is stored once. ``lower.last_reports`` holds each method's partition report.
+    that every method's delegate binds (docs/stateful-decode.md), and by default (``named_data="auto"``: the backend
+    makes it ``pte`` for several methods, whichever front door lowered them) a weight or engine they share is stored
+    once. ``lower.last_reports`` holds each method's partition report.
 
     ``dynamic_shapes``: torch.export's, for a module. ``zero_copy_inputs=True`` leaves method inputs out of
     ExecuTorch's memory plan, so the runtime (and our delegate) see the caller's own pointers instead of a copy
@@ -64,7 +65,7 @@ def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **option
     1 GiB: a partition holding more weight bytes is split, so building one engine never needs more) or are
     :class:`BuildOptions` fields (``precision``, ``target_archs``, ``validate``, ``pass_through_build_failures``,
     ``workspace_bytes``, ``unbounded_max_factor``, ``cache``, ``weights``: ``both``, ``refit`` or
-    ``engine-only``, ``named_data``: ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`;
+    ``engine-only``, ``named_data``: ``auto``, ``off`` or ``pte``; ``ptd`` writes a file of its own: use :func:`save`;
     ``device_build``: a RECIPE in each blob so a GPU the engine does not run on builds its own, default True;
     ``strict_quantization``: refuse activation quantization TensorRT cannot express, see docs/quantization.md),
     given one by one or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that
@@ -103,8 +104,6 @@ def lower_program(
     partitioner_options, build = _split_options(options, build_options)
     if methods:
         _check_methods(model, example_inputs, dynamic_shapes)
-        if len(model) > 1 and build_options is None and "named_data" not in options:
-            build = build.replace(named_data="pte")  # what the methods share (weights, engines) stored once
     if _in_memory and build.named_data == "ptd":
         raise OptionError(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "

@@ -84,7 +84,7 @@ class EtTensorRTBackend(BackendDetails):
         for method in sorted(edge_programs, key=lambda m: not any(map(_dynamic, edge_programs[m]))):
             for i, (program, specs) in enumerate(zip(edge_programs[method], compile_specs[method])):
                 mine = set(program.graph_signature.buffers_to_mutate.values())
-                job = PartitionJob(program, specs, method=method)
+                job = PartitionJob(program, specs, method=method, methods=len(edge_programs))
                 job.shared_states = {name: methods for name, methods in shared.items() if name in mine}
                 job.program_marker = marker if job.shared_states else None
                 results[method][i] = _run(job, built)

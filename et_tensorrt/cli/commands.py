@@ -51,7 +51,7 @@ def _eager(module, inputs) -> list:
 
 def cmd_lower(args) -> int:
     program, path = load_programs(args.program)
-    request = LoweringRequest.from_args(args, methods=len(args.program))
+    request = LoweringRequest.from_args(args)
     lower_program(program, request, args.debug, source=path, output=args.output)
     return EXIT_OK
 

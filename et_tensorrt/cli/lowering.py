@@ -27,9 +27,8 @@ class LoweringRequest:
     cuda_graph: bool | tuple[str, ...] = False  # every method, or the methods named (lower's cuda_graph)
 
     @classmethod
-    def from_args(cls, args, methods: int = 1) -> LoweringRequest:
-        """``methods``: how many the program has (several store what they share once: named data ``pte``)."""
-        named_data = getattr(args, "named_data", None) or ("pte" if methods > 1 else BuildOptions().named_data)
+    def from_args(cls, args) -> LoweringRequest:
+        named_data = getattr(args, "named_data", None) or BuildOptions().named_data  # auto: the backend decides
         return cls(
             target_device=args.target_device,
             min_block_size=args.min_block_size,

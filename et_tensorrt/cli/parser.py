@@ -224,8 +224,7 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         "--named-data",
         choices=NAMED_DATA_MODES,
         default=None,
-        help=f"{BuildOptions.describe()['named_data']} (default {defaults.named_data}, pte for several methods; ptd "
-        "needs -o)",
+        help=f"{BuildOptions.describe()['named_data']} (default {defaults.named_data}; ptd needs -o)",
     )
     p.add_argument(
         "--target-arch",

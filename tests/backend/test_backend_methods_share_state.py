@@ -87,6 +87,25 @@ def test_executorch_runtime_shares_it_too(two_methods):
     assert max(s.max_error for s in steps) <= TOLERANCE, [s.max_error for s in steps]
 
 
+def test_executorch_own_multimethod_api_stores_what_the_methods_share_once(two_methods):
+    """ExecuTorch's own multi-method lowering (no et_tensorrt.lower): the backend sees the methods and stores their
+    weights and engine once, as et_tensorrt.lower does (issue 44: 1.99x the one-method program before)."""
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.exir.passes import MemoryPlanningPass
+
+    from et_tensorrt.partition import TensorRTPartitioner
+
+    decoder, _, _ = two_methods
+    methods = decoders.prefill_decode(decoder, PROMPT)
+    edge = to_edge_transform_and_lower(methods, partitioner={m: [TensorRTPartitioner()] for m in methods})
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+    pte = edge.to_executorch(config).buffer
+    one_method = et_tensorrt.lower(decoders.prefill_decode(decoder, PROMPT)["prefill"])
+    assert len(pte) <= 1.15 * len(one_method), (len(pte), len(one_method))
+    steps = _decode(decoder, pte)
+    assert max(s.max_error for s in steps) <= TOLERANCE, [s.max_error for s in steps]
+
+
 def test_reset_frees_the_states_and_each_load_holds_its_own(two_methods):
     decoder, pte, _ = two_methods
     names = len(read_blob(delegate_blobs(pte)[0]).states)

@@ -18,11 +18,11 @@ def test_lower_prefill_and_decode_into_one_program(run_cli, tmp_path):
         "lower", "prefill=prefill.pt2", "decode=decode.pt2", "--cuda-graph", "decode", "-o", pte, cwd=tmp_path
     )
     assert result.status == 0, result.stderr
-    assert "named data pte" in result.stdout  # what the methods share, stored once
     assert "CUDA graph for decode" in result.stdout
     assert "method prefill:" in result.stdout and "method decode:" in result.stdout
     blobs = {m.name: m.delegates[0].blob for m in inspect_file(pte).methods if m.delegates}
     assert sorted(blobs) == ["decode", "prefill"]
+    assert all(b.metadata["named_data"] == "pte" for b in blobs.values())  # what the methods share, stored once
     assert all(e.methods == ("decode", "prefill") for b in blobs.values() for e in b.states)
     assert blobs["decode"].metadata["engine_shared_with"] == "prefill (engine 1/1)"
     assert blobs["decode"].metadata.get("cuda_graph") is True and "cuda_graph" not in blobs["prefill"].metadata

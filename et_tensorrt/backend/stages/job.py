@@ -62,6 +62,7 @@ class PartitionJob:
     # the program's methods (preprocess_multimethod): this partition's method, and per state it shares with other
     # methods the methods that declare it, with the named datum that marks the program (backend/state_sharing.py)
     method: str = ""
+    methods: int = 1  # how many methods the program has (named_data="auto" stores their weights once when several)
     shared_states: dict[str, tuple[str, ...]] = field(default_factory=dict)
     program_marker: tuple[str, bytes] | None = None
     # options

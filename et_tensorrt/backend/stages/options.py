@@ -19,6 +19,8 @@ def run(job: PartitionJob) -> None:
     if unknown:
         logger.warning("ignoring unknown compile specs: %s", ", ".join(unknown))
     build = job.build = cs.BuildOptions.from_specs(options)
+    if build.named_data == "auto":  # what several methods share (weights, engines) stored once
+        build = job.build = build.replace(named_data="pte" if job.methods > 1 else "off")
     job.device = options.get(cs.EXECUTION_DEVICE, "cuda:0").strip()
     job.exec_device = blob_mod.device_code(job.device)
     job.settings = BuildSettings(
