@@ -103,7 +103,7 @@ def _exporter(model, max_seq_len: int | None):
         length = max_seq_len or model.config.max_position_embeddings
         return HFStaticCacheExport(model, length), length, model.config.vocab_size, True
     params = _llama_params(model)
-    return _llama_exporter(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
+    return LlamaExport(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
 
 
 def _prefill_decode(export) -> dict:
@@ -164,16 +164,19 @@ class HFStaticCacheExport:
         return self.exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
 
 
-def _llama_exporter(model):
-    """``export(n, dynamic)``: ExecuTorch's llama Transformer (``use_kv_cache``) from ``n`` example tokens at
-    position 0, their number dynamic (``enable_dynamic_shape``) or not."""
-    import torch
+class LlamaExport:
+    """``self(n, dynamic)``: ExecuTorch's llama Transformer (``use_kv_cache``) exported from ``n`` example tokens at
+    position 0, their number dynamic (``enable_dynamic_shape``: 1 .. max_seq_len - 1) or not."""
 
-    seq = torch.export.Dim("seq", min=1, max=model.params.max_seq_len - 1)
+    def __init__(self, model):
+        import torch
 
-    def export(n: int, dynamic: bool):
+        self.module = model.eval()
+        self._seq = torch.export.Dim("seq", min=1, max=model.params.max_seq_len - 1)
+
+    def __call__(self, n: int, dynamic: bool):
+        import torch
+
         example = (torch.ones((1, n), dtype=torch.long), {"input_pos": torch.tensor([0], dtype=torch.long)})
-        shapes = ({1: seq}, {"input_pos": {0: None}}) if dynamic else None
-        return torch.export.export(model.eval(), example, dynamic_shapes=shapes, strict=False)
-
-    return export
+        shapes = ({1: self._seq}, {"input_pos": {0: None}}) if dynamic else None
+        return torch.export.export(self.module, example, dynamic_shapes=shapes, strict=False)

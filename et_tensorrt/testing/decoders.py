@@ -69,6 +69,8 @@ def executorch_llama(
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
 
+    from et_tensorrt.llm.causal import LlamaExport
+
     args = ModelArgs(
         dim=dim,
         n_layers=layers,
@@ -95,11 +97,10 @@ def executorch_llama(
     def inputs(tokens, start):
         return (torch.tensor([tokens], dtype=torch.long), {"input_pos": torch.tensor([start], dtype=torch.long)}), {}
 
-    def export(tokens, dynamic_length):
-        shapes = ({1: torch.export.Dim("seq", min=1, max=context - 1)}, {"input_pos": {0: None}})
-        return torch.export.export(
-            model, inputs(tokens, 0)[0], dynamic_shapes=shapes if dynamic_length else None, strict=False
-        )
+    exporter = LlamaExport(model)
+
+    def export(tokens, dynamic_length):  # from position 0
+        return exporter(len(tokens), dynamic_length)
 
     program = export([3, 5, 7] if dynamic else [3], dynamic)
 
