@@ -79,7 +79,8 @@ def unmatched_ops(torch_executed_ops: Iterable[str], report: PartitionReport) ->
 
 class TensorRTPartitioner(Partitioner):
     """Delegates to ``EtTensorRTBackend`` the nodes that pass placement, cast, capability and user
-    rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes.
+    rules (see ``et_tensorrt.partition``), in partitions of at least ``min_block_size`` compute nodes (or the
+    method's whole graph, however small: no host op around it for an engine to cost transfers against).
 
     ``compile_specs``: further backend options (``et_tensorrt.compile_specs`` keys -> value); the
     execution device always comes from ``target_device``. The last report is kept on ``.report``.
@@ -257,7 +258,10 @@ class TensorRTPartitioner(Partitioner):
         tags: dict[str, str] = {}
         for nodes in groups:
             size = sum(op_name(n.target) not in NON_COMPUTE_OPS for n in nodes)
-            if size < self.min_block_size:
+            # min_block_size weighs an engine against the host ops around it; a group that is the method's whole
+            # computation has none (a multimodal program's token_embedding: one embedding), so it is an engine
+            whole = size > 0 and len(nodes) == len(calls)
+            if size < self.min_block_size and not whole:
                 for n in nodes:
                     refused[n.name] = Reason(ReasonCode.MIN_BLOCK_SIZE, f"partition of {size} < {self.min_block_size}")
                 continue
