@@ -391,6 +391,11 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("--prompt", required=True, help="the text to continue")
     p.add_argument("--max-new-tokens", type=_at_least_one, default=16, metavar="N", help="(default 16)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 picks the likeliest token (default 0)")
+    p.add_argument(
+        "--image", type=_existing_file, help="an image (PNG, JPEG, ...) for a vision-language program "
+        "(export_multimodal), where the prompt says <image> or before it; prepared by the model's image processor"
+    )  # fmt: skip
+    p.add_argument("--audio", type=_existing_file, help="a mono wav file at the model's sampling rate")
 
     sub.add_parser("describe", help="print ExecuTorch descriptors of a few example tensors")
 

@@ -5,6 +5,8 @@ and runtime, and the drivers that generate with them.
 * ``constants``: the constant methods ExecuTorch's LLM runners read (:func:`llm_methods`);
 * ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
 * ``seq2seq``: encoder–decoders (:func:`export_encoder_decoder`);
+* ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
+  :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
   ``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`).
 
@@ -25,6 +27,9 @@ _HOME = {
     "export_causal_lm": "causal",
     "export_prefill_decode": "causal",
     "export_encoder_decoder": "seq2seq",
+    "ExportedMultimodal": "multimodal",
+    "export_multimodal": "multimodal",
+    "MultimodalGenerator": "multimodal_generation",
     "Generation": "generation",
     "MethodsDriver": "generation",
     "TextGenerator": "generation",
@@ -33,11 +38,14 @@ _HOME = {
 __all__ = [
     "REQUIRED_METHODS",
     "ExportedLM",
+    "ExportedMultimodal",
     "Generation",
     "MethodsDriver",
+    "MultimodalGenerator",
     "TextGenerator",
     "export_causal_lm",
     "export_encoder_decoder",
+    "export_multimodal",
     "export_prefill_decode",
     "llm_methods",
     "missing_methods",
@@ -48,6 +56,8 @@ if TYPE_CHECKING:
     from .causal import ExportedLM, export_causal_lm, export_prefill_decode
     from .constants import REQUIRED_METHODS, llm_methods, missing_methods
     from .generation import Generation, MethodsDriver, TextGenerator
+    from .multimodal import ExportedMultimodal, export_multimodal
+    from .multimodal_generation import MultimodalGenerator
     from .seq2seq import export_encoder_decoder
 
 

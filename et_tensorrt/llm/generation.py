@@ -47,6 +47,9 @@ class Generation:
     # measured. `bytes_counted` says what the numbers include.
     step_bytes: tuple[int, ...] = ()
     bytes_counted: str = ""
+    # Bytes of state each decode step copied back into the delegate's states (0: the KV cache updated in place);
+    # empty when not measured.
+    state_bytes: tuple[int, ...] = ()
 
     @property
     def tokens_per_second(self) -> float:
