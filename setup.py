@@ -96,6 +96,8 @@ setup(
             # the byte-level BPE tokenizer TextLLMRunner reads (tests/cli/test_cli_generate.py)
             "transformers>=5.25,<5.26",
             "tokenizers>=0.22,<0.24",
+            # image files for multimodal programs (et_tensorrt/llm/media.py; transformers' image processors need it too)
+            "pillow>=11",
             # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
             # series executorch 1.5.1 declares
             "torchao>=0.18,<0.19",

@@ -48,14 +48,14 @@ def pixel_values(image, processor, expected: Sequence[int]) -> torch.Tensor:
     if values.dim() == 3:
         values = values.unsqueeze(0)
     if values.dim() != 4 or tuple(values.shape[1:]) != (channels, height, width) or values.shape[0] != 1:
+        crops = values.dim() == 4 and values.shape[0] > 1
         raise InputShapeError(
             f"{where} are {'x'.join(map(str, values.shape))}; the vision encoder takes one image of "
-            f"{channels}x{height}x{width} (channels x height x width): give an image file (the model's processor "
-            f"resizes it) or pixel values of that shape"
+            f"{channels}x{height}x{width} (channels x height x width): "
             + (
-                " (the processor split the image into crops: make it with do_image_splitting=False)"
-                if values.dim() == 4 and values.shape[0] > 1
-                else ""
+                "the processor split the image into crops; make it with do_image_splitting=False"
+                if crops
+                else "give an image file (the model's processor resizes it) or pixel values of that shape"
             )
         )
     if not values.is_floating_point():
@@ -66,7 +66,10 @@ def pixel_values(image, processor, expected: Sequence[int]) -> torch.Tensor:
 
 
 def _open_image(image, channels: int):
-    from PIL import Image, UnidentifiedImageError
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError as e:
+        raise OptionError("reading an image file needs Pillow (pip install pillow), as the image processors do") from e
 
     if isinstance(image, Image.Image):
         picture = image

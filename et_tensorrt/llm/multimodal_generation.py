@@ -110,32 +110,28 @@ class MultimodalGenerator:
                     f"this program has no {encoder} method, so it takes no {_WHAT[encoder]}: give {other}"
                 )
             sizes, tokens = self.encoders[encoder]
+            processor = None if _is_tensor(media) else self.processor(encoder)  # a tensor: the encoder's input
             if encoder == VISION_ENCODER:
-                values = [pixel_values(media, self.processor(encoder) if not _is_tensor(media) else None, sizes)]
-                made = [make_image_input(v[0]) for v in values]
+                made = [make_image_input(pixel_values(media, processor, sizes)[0])]
             else:
-                values = audio_features(media, self.processor(encoder) if not _is_tensor(media) else None, sizes)
-                made = [make_audio_input(v) for v in values]
+                made = [make_audio_input(window) for window in audio_features(media, processor, sizes)]
             pieces.append((encoder, made))
             positions += tokens * len(made)
-        inputs, text = [], prompt
+        inputs, texts, rest = [], [], prompt
         for encoder, made in pieces:
-            before, marker, text = text.partition(MARKERS[encoder])
+            before, marker, rest = rest.partition(MARKERS[encoder])
             if not marker:  # no marker: the media first
-                before, text = "", before
+                before, rest = "", before
+            texts += [before] if before else []
             inputs += ([make_text_input(before)] if before else []) + made
-        if text:
-            inputs.append(make_text_input(text))
+        if rest:
+            texts.append(rest)
+            inputs.append(make_text_input(rest))
         if not inputs:
             raise RunnerError("nothing to generate from: give a prompt, an image or audio")
-        counted = [
-            p
-            for p in prompt.replace(MARKERS[VISION_ENCODER], "\0").replace(MARKERS[AUDIO_ENCODER], "\0").split("\0")
-            if p
-        ]
         if self._tokenizer is None:
             return inputs, -1
-        return inputs, positions + sum(len(self._tokenizer.encode(p, add_special_tokens=False).ids) for p in counted)
+        return inputs, positions + sum(len(self._tokenizer.encode(t, add_special_tokens=False).ids) for t in texts)
 
     def generate(
         self, prompt: str, image=None, audio=None, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None

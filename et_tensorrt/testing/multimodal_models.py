@@ -131,8 +131,9 @@ def ascii_tokenizer(path) -> int:
 
 
 def eager_text(model, tokenizer_path, before: str, media: torch.Tensor, count: int, after: str, n: int):
-    """(text, tokens): what ``MultimodalRunner`` prints for ``before``, the media, ``after`` and ``n`` greedy tokens, computed by HF's
-    eager model (:func:`greedy`) and the tokenizer (an :func:`ascii_tokenizer`: each token's text as it is)."""
+    """(text, how many tokens): what ``MultimodalRunner`` prints for ``before``, the media, ``after`` and ``n`` greedy
+    tokens, computed by HF's eager model (:func:`greedy`) and the tokenizer (an :func:`ascii_tokenizer`: each token's
+    text as it is)."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))

@@ -65,7 +65,7 @@ def _png(folder, size=(24, 20), mode="RGB"):
 
 @pytest.mark.parametrize("name", ["llava", "gemma3", "smolvlm"])
 def test_vision_language_model_matches_eager(name, tokenizer, tmp_path):
-    model, exported, pte, reports = _program(name, tokenizer[0], tmp_path)
+    model, exported, pte, reports = _program(name, tokenizer, tmp_path)
     image = _png(tmp_path)
     pixels = exported.processor(images=[PIL.open(image).convert("RGB")], return_tensors="pt")["pixel_values"]
     pixels = pixels.reshape(1, 3, models.IMAGE_SIZE, models.IMAGE_SIZE)
@@ -101,7 +101,7 @@ def _wav(path, samples, channels=1, rate=16000):
 
 
 def test_audio_llm_matches_eager(tokenizer, tmp_path):
-    model, exported, pte, reports = _program("voxtral", tokenizer[0], tmp_path)
+    model, exported, pte, reports = _program("voxtral", tokenizer, tmp_path)
     samples = (np.sin(np.arange(12000) / 7.0) * 12000).astype(np.int16)  # 0.75 s: one window of 0.96 s
     features = exported.processor(samples.astype(np.float32) / 32768.0, sampling_rate=16000, return_tensors="pt")
     wav = _wav(tmp_path / "tone.wav", samples)
