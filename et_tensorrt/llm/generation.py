@@ -200,32 +200,15 @@ class TextGenerator:
         with each piece of text (bytes) as the runner prints it, from another thread."""
         from executorch.extension.llm.runner import GenerationConfig
 
-        from ..runtime.runner import record_plans
-
         config = GenerationConfig()
         config.max_new_tokens = max_new_tokens
         config.temperature = temperature
         config.echo = False
-        stats = []
-        with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls:
-            try:
-                self._runner.generate(prompt, config, stats_callback=stats.append)
-                failure = None
-            except RuntimeError as exc:
-                failure = exc
-        self.log += log.text.decode("utf-8", "replace")
-        if failure is not None:
-            # ExecuTorch logs why (a delegate's refusal, a missing method) on stderr; the exception only says
-            # that it failed
-            raise RunnerError(f"TextLLMRunner could not generate: {failure}{_reasons(self.log)}")
-        text = out.text
-        if not stats:
-            raise RunnerError("TextLLMRunner reported no statistics (its log: TextGenerator.log)")
-        s = stats[-1]
+        text, s, plans = _native_generate(
+            self, "TextLLMRunner", lambda stats: self._runner.generate(prompt, config, stats_callback=stats), on_token
+        )
         seconds = (s.inference_end_ms - s.inference_start_ms) / 1e3
-        # the runner ends with one "PyTorchObserver {json stats}" line of its own
-        text = b"\n".join(line for line in text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
-        steps = self._decode_step_bytes(calls.plans, s.num_generated_tokens)
+        steps = self._decode_step_bytes(plans, s.num_generated_tokens)
         counted = "the copies the et_tensorrt delegates made (their placement plans); ExecuTorch's own copies at the "
         counted += "method boundary are not seen from here"
         return Generation(
@@ -243,6 +226,30 @@ class TextGenerator:
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._runner.reset()
+
+
+def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, object, list]:
+    """(the text, the last ``Stats``, the et_tensorrt delegate plans recorded) of ``generate(stats_callback)``, a call
+    of ExecuTorch's C++ runner ``runner``: what it prints streamed to ``on_token``, its log appended to
+    ``owner.log``."""
+    from ..runtime.runner import record_plans
+
+    stats = []
+    with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls:
+        try:
+            generate(stats.append)
+            failure = None
+        except RuntimeError as exc:
+            failure = exc
+    owner.log += log.text.decode("utf-8", "replace")
+    if failure is not None:
+        # ExecuTorch logs why (a delegate's refusal, a missing method) on stderr; the exception only says that it failed
+        raise RunnerError(f"{runner} could not generate: {failure}{_reasons(owner.log)}")
+    if not stats:
+        raise RunnerError(f"{runner} reported no statistics (its log: {type(owner).__name__}.log)")
+    # the runner ends with one "PyTorchObserver {json stats}" line of its own
+    text = b"\n".join(line for line in out.text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
+    return text, stats[-1], calls.plans
 
 
 def _byte_decoder() -> dict[str, int]:

@@ -16,7 +16,7 @@ import os
 
 from ..errors import RunnerError
 from .constants import REQUIRED_METHODS
-from .generation import Generation, _Captured, _check_files, _constants, _reasons, _Streamed
+from .generation import Generation, _Captured, _check_files, _constants, _native_generate, _reasons
 from .multimodal import AUDIO_ENCODER, FEATURE_EXTRACTOR, IMAGE_PROCESSOR, TEXT_DECODER, TOKEN_EMBEDDING, VISION_ENCODER
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}
@@ -141,8 +141,6 @@ class MultimodalGenerator:
         prints it, from another thread."""
         from executorch.extension.llm.runner import GenerationConfig
 
-        from ..runtime.runner import record_plans
-
         inputs, positions = self.inputs(prompt, image, audio)
         if positions >= 0 and self._position + positions >= self.context:
             media = "/".join(_WHAT[e] for e in self.encoders)
@@ -152,27 +150,15 @@ class MultimodalGenerator:
                 "export with a longer max_seq_len"
             )
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, echo=False)
-        stats = []
-        with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls:
-            try:
-                self._runner.generate(inputs, config, stats_callback=stats.append)
-                failure = None
-            except RuntimeError as exc:
-                failure = exc
-        self.log += log.text.decode("utf-8", "replace")
-        if failure is not None:
-            raise RunnerError(f"MultimodalRunner could not generate: {failure}{_reasons(self.log)}")
-        if not stats:
-            raise RunnerError("MultimodalRunner reported no statistics (its log: MultimodalGenerator.log)")
-        s = stats[-1]
-        self._position = s.num_prompt_tokens + s.num_generated_tokens
-        text = b"\n".join(line for line in out.text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
-        k = self._step_delegates
-        steps = (
-            [calls.plans[i : i + k] for i in range(len(calls.plans) - k * s.num_generated_tokens, len(calls.plans), k)]
-            if k
-            else []
+        text, s, plans = _native_generate(
+            self,
+            "MultimodalRunner",
+            lambda stats: self._runner.generate(inputs, config, stats_callback=stats),
+            on_token,
         )
+        self._position = s.num_prompt_tokens + s.num_generated_tokens
+        k = self._step_delegates
+        steps = [plans[i : i + k] for i in range(len(plans) - k * s.num_generated_tokens, len(plans), k)] if k else []
         counted = (
             "the copies the et_tensorrt delegates made (their placement plans) in token_embedding and text_decoder"
         )
