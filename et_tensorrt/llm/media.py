@@ -15,13 +15,23 @@ import torch
 
 from ..errors import InputShapeError, OptionError
 
+PROCESSOR_CLASS = "et_tensorrt_class"
+
+
+def processor_to_json(processor) -> str:
+    """``processor``'s ``to_dict()`` and its class, as JSON (what :func:`processor_from_json` reads)."""
+    return json.dumps({**processor.to_dict(), PROCESSOR_CLASS: type(processor).__name__}, sort_keys=True, default=str)
+
 
 def processor_from_json(text: str):
     """The transformers image processor or feature extractor whose ``to_dict()`` ``text`` is (its class by name)."""
     import transformers
 
     config = json.loads(text)
-    name = config.get("image_processor_type") or config.get("feature_extractor_type")
+    # the class the exporter used (transformers' CLIPImageProcessor is a torchvision one or a Pillow one, by install)
+    name = (
+        config.pop(PROCESSOR_CLASS, None) or config.get("image_processor_type") or config.get("feature_extractor_type")
+    )
     cls = getattr(transformers, name or "", None)
     if cls is None:
         raise OptionError(f"the program's processor is a {name!r}, which this transformers does not have")

@@ -18,7 +18,6 @@ prepares an image or a wav file as the model's checkpoints do, from the ``.pte``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -217,8 +216,10 @@ def export_multimodal(
         )
     eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
     constants = llm_methods(max_seq_len=length, vocab_size=text.vocab_size, bos_id=bos_id, eos_ids=eos_ids)
+    from .media import processor_to_json
+
     key = IMAGE_PROCESSOR if encoder == VISION_ENCODER else FEATURE_EXTRACTOR
-    constants[key] = json.dumps(processor.to_dict(), sort_keys=True, default=str)
+    constants[key] = processor_to_json(processor)
     return ExportedMultimodal(programs, constants, length, text.vocab_size, encoder, tokens, processor)
 
 
