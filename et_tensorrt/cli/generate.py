@@ -20,8 +20,7 @@ def _runner_kind(pte: str) -> str:
     none can run."""
     from .. import inspection
     from ..format.pte_tables import PteTableError, method_names
-    from ..llm import missing_methods
-    from ..llm.multimodal_generation import is_multimodal
+    from ..llm.constants import is_multimodal, missing_methods
 
     try:
         flatbuffer = inspection.read_flatbuffer(pte)

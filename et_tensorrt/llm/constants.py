@@ -17,6 +17,21 @@ REQUIRED_METHODS = (
     "enable_dynamic_shape",
 )
 
+# MultimodalRunner's method names (extension/llm/runner/constants.h)
+VISION_ENCODER = "vision_encoder"
+AUDIO_ENCODER = "audio_encoder"
+TOKEN_EMBEDDING = "token_embedding"
+TEXT_DECODER = "text_decoder"
+# ours: the transformers processor an image or audio goes through before its encoder (to_dict() as JSON), the same
+# key the encoder–decoder programs use for their feature extractor
+IMAGE_PROCESSOR = "get_image_processor"
+FEATURE_EXTRACTOR = "get_feature_extractor"
+
+
+def is_multimodal(names) -> bool:
+    """Whether a program of these method names is one MultimodalRunner runs."""
+    return {TOKEN_EMBEDDING, TEXT_DECODER} <= set(names)
+
 
 def _method_names(pte: bytes) -> set[str]:
     """Read from the flatbuffer alone (no ExecuTorch, no torch): the command line refuses a file at once."""

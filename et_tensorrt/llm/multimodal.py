@@ -25,18 +25,15 @@ from typing import Any
 import torch
 
 from ..errors import OptionError
-from .constants import llm_methods
-
-# MultimodalRunner's method names (extension/llm/runner/constants.h)
-VISION_ENCODER = "vision_encoder"
-AUDIO_ENCODER = "audio_encoder"
-TOKEN_EMBEDDING = "token_embedding"
-TEXT_DECODER = "text_decoder"
-ENCODERS = (VISION_ENCODER, AUDIO_ENCODER)
-# ours: the transformers processor an image or audio goes through before its encoder (to_dict() as JSON), the same
-# key the encoder–decoder programs use for their feature extractor
-IMAGE_PROCESSOR = "get_image_processor"
-FEATURE_EXTRACTOR = "get_feature_extractor"
+from .constants import (
+    AUDIO_ENCODER,
+    FEATURE_EXTRACTOR,
+    IMAGE_PROCESSOR,
+    TEXT_DECODER,
+    TOKEN_EMBEDDING,
+    VISION_ENCODER,
+    llm_methods,
+)
 
 _SPLIT_IMAGES = ("smolvlm", "idefics3")  # image features through vision_model + connector (see _VisionEncoder)
 
