@@ -1,6 +1,11 @@
 """What the partitioner changes in the ATen program before ExecuTorch decomposes it (ExecuTorch calls
-``Partitioner.transform_for_pre_decomposition`` from ``to_edge_transform_and_lower``). Both keep dynamic
-programs dynamic and whole; neither changes what the program computes:
+``Partitioner.transform_for_pre_decomposition`` from ``to_edge_transform_and_lower``). None changes what the
+program computes:
+
+- **Core ATen.** Ops ExecuTorch refuses or cannot run (``histc``, transformers' grouped matmuls, ``empty_like``)
+  become the core ops they equal (``core_rewrites``), so every front door lowers them.
+
+The other two keep dynamic programs dynamic and whole:
 
 - **Sizes read from the inputs.** A size read from an intermediate tensor's shape (``x.shape`` inside swin's
   window attention) is recomputed from the program's inputs' shapes, right after them
