@@ -145,6 +145,8 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
         # onnxruntime's graph optimizations rewrite Q/DQ around Conv/MatMul into its own quantized kernels, which
         # round differently (measured: FP8 outputs off by a third): run the ONNX as it is written.
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in inputs):  # before ORT sees the graph
+        raise ValidationInconclusive("bf16 inputs cannot be fed to onnxruntime (numpy has no bfloat16)")
     try:
         session = onnxruntime_session(export, opts)
         wanted = set(session.input_names)  # an input the graph does not read may be dropped
@@ -154,8 +156,6 @@ def run_onnx(export: OnnxExport, inputs: Sequence[torch.Tensor | int]) -> list[t
                 if info.bound:
                     feeds[info.name] = np.array(value, dtype=np.int64)
                 continue
-            if value.dtype == torch.bfloat16:
-                raise ValidationInconclusive("bf16 inputs cannot be fed to onnxruntime (numpy has no bfloat16)")
             if info.name in wanted:
                 feeds[info.name] = value.detach().to("cpu").contiguous().numpy()
         got = session.run([o.name for o in export.outputs], feeds)

@@ -274,6 +274,20 @@ def _linear_rules():
     ]
 
 
+def _numbered_dims_static(model) -> None:
+    """A dim of an input or output whose size expression is a number (a symbol the program pinned to one
+    value) is exported as a name (``"2"``), which TensorRT treats as dynamic: shapes inside then cannot be
+    proved equal to it (a KV-cache update's heads from a ``Reshape`` with -1). It is that number."""
+    import onnx_ir as ir
+
+    for value in (*model.graph.inputs, *model.graph.outputs):
+        dims = list(value.shape or ())
+        if any(isinstance(d, ir.SymbolicDim) and (d.value or "").isdigit() for d in dims):
+            value.shape = ir.Shape(
+                [int(d.value) if isinstance(d, ir.SymbolicDim) and (d.value or "").isdigit() else d for d in dims]
+            )
+
+
 def optimize(model) -> None:
     """The exporter's optimization (``torch.onnx.export(optimize=True)``: onnxscript's ``optimize_ir``, then its
     ONNX fusions), in place, except that no weight is transposed into a copy (``_folds_a_weight``): a linear
@@ -338,6 +352,7 @@ def export_onnx(
             logger.debug("ONNX export failed (%s); re-tracing the partition", type(exc).__name__)
     exported_values = list(program.model.graph.initializers.values())  # before the optimizer replaces some
     _drop_source_locations(program.model)
+    _numbered_dims_static(program.model)
     optimize(program.model)
     threshold = onnx_weights.DEFAULT_THRESHOLD if external_threshold is None else external_threshold
     model, held = onnx_weights.split_model(program.model, threshold)  # never the weights in a protobuf

@@ -228,6 +228,26 @@ def _topk_limit(node) -> str | None:
     return None
 
 
+def _sort_limit(node) -> str | None:
+    """``sort`` is ONNX TopK with k the dim's size: TensorRT takes at most TOPK_MAX_K (checked when an engine runs,
+    for a dynamic size), so the size's largest value must be within it. (``sort(stable=True)`` is not in the
+    table: TensorRT's TopK promises no order among equal elements.)"""
+    val = _val(node.args[0])
+    if not isinstance(val, torch.Tensor) or val.dim() == 0:
+        return None
+    if val.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64):
+        return f"TensorRT's TopK does not sort {val.dtype}"
+    size = val.shape[_arg(node, 1, "dim", -1)]
+    if isinstance(size, torch.SymInt):
+        upper = size.node.shape_env.bound_sympy(size.node.expr).upper
+        if not upper.is_finite:
+            return f"TensorRT's TopK sorts at most {TOPK_MAX_K} elements; this dim's size has no upper bound"
+        size = int(upper)
+    if size > TOPK_MAX_K:
+        return f"TensorRT's TopK sorts at most {TOPK_MAX_K} elements, this dim has up to {size}"
+    return None
+
+
 def _attention_limit(node) -> str | None:
     if _arg(node, 4, "dropout_p", 0.0):
         return "dropout_p must be 0 (an engine runs inference)"
@@ -294,6 +314,7 @@ ARGUMENT_LIMITS = {
     "aten.index.Tensor": _index_limit,
     "aten.index_put.default": _index_put_limit,
     "aten.topk.default": _topk_limit,
+    "aten.sort.default": _sort_limit,
     "aten.scaled_dot_product_attention.default": _attention_limit,
     "aten.as_strided.default": _as_strided_limit,
     "aten.as_strided_copy.default": _as_strided_limit,

@@ -93,6 +93,38 @@ def dim_names(ep: ExportedProgram) -> dict[str, tuple[str, int, int]]:
     return names
 
 
+def input_dim_ranges(ep: ExportedProgram) -> dict[tuple[str, int], tuple[int, int]]:
+    """(user input, dim) -> its declared (min, max or -1), for every dynamic user input dim. Read before ``to_edge``:
+    a size its shape environment later fixes reads as that number in this program too."""
+    ranges = declared_ranges(ep)
+    out = {}
+    for name, (symbol, a, b) in dim_names(ep).items():
+        placeholder, _, dim = name.rpartition(":")
+        if placeholder and dim.isdigit() and symbol in ranges:
+            low, high = ranges[symbol]
+            out[(placeholder, int(dim))] = (a * low + b, high if high == -1 else a * high + b)
+    return out
+
+
+def pinned_dims(declared: dict[tuple[str, int], tuple[int, int]], edge: ExportedProgram) -> list[str]:
+    """The dims of ``declared`` (``input_dim_ranges`` of the program before ``to_edge``) that ``edge`` holds at one
+    size the declared range does not confine them to (``to_edge``'s narrowing of a ``min=1`` aside), as
+    ``"input_ids dim 1 (declared 1..23) is 2"``."""
+    nodes = {n.name: n for n in edge.graph.nodes if n.op == "placeholder"}
+    pinned = []
+    for (name, dim), (low, high) in declared.items():
+        val = nodes[name].meta.get("val") if name in nodes else None
+        if not isinstance(val, torch.Tensor) or dim >= val.dim():
+            continue
+        size = val.shape[dim]  # a SymInt the shape environment fixed is a number too
+        size = size.node.expr if isinstance(size, torch.SymInt) else size
+        if not getattr(size, "is_Integer", isinstance(size, int)):
+            continue
+        if high == -1 or high > int(size):  # sizes above the pinned one were declared: lost
+            pinned.append(f"{name} dim {dim} (declared {low}..{'unbounded' if high == -1 else high}) is {int(size)}")
+    return pinned
+
+
 def _debug_name(size: torch.SymInt, position: int, dim: int) -> str | None:
     """The ``Dim`` name torch.export recorded for a symbol (shape environment bookkeeping; None if absent)."""
     try:

@@ -28,7 +28,7 @@ from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from ..quantization import qdq
 from . import device_rules, pre_decomposition, quantized
 from .argument_limits import argument_refusal
-from .dynamic_dims import declared_ranges, resolve_opt_sizes
+from .dynamic_dims import declared_ranges, input_dim_ranges, pinned_dims, resolve_opt_sizes
 from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
@@ -127,6 +127,7 @@ class TensorRTPartitioner(Partitioner):
         # The program as exported (before to_edge narrowed its ranges), seen by transform_for_pre_decomposition.
         self._declared: dict[str, tuple] | None = None
         self._source_program = None
+        self._dynamic_inputs: dict = {}  # (input, dim) -> declared range, read before to_edge
         self._value_problems: list[str] = []
 
     # -- before ExecuTorch's decompositions (to_edge_transform_and_lower calls this) --------------------
@@ -137,6 +138,7 @@ class TensorRTPartitioner(Partitioner):
         that a dynamic program stays dynamic and whole through ``to_edge``. The caller's program is not
         modified."""
         self._declared = declared_ranges(exported_program)
+        self._dynamic_inputs = input_dim_ranges(exported_program)
         self._source_program = exported_program
         # partition() sees FakeTensor weights: what needs their values (zero points) is read here
         self._value_problems = qdq.value_problems(exported_program)
@@ -281,6 +283,7 @@ class TensorRTPartitioner(Partitioner):
     # -- the ExecuTorch Partitioner interface -------------------------------------------------
 
     def partition(self, exported_program) -> PartitionResult:
+        self._check_still_dynamic(exported_program)
         report, tags, verdicts = self._analyze(exported_program)
         self.report = report
         # A quantized program lowers whole or not at all: one error before any engine is built (or one warning).
@@ -320,8 +323,22 @@ class TensorRTPartitioner(Partitioner):
             report.states = own_mutable_buffers(exported_program)
         specs = self._specs(tags, exported_program)
         # used once: the next program brings its own
-        self._declared, self._source_program, self._value_problems = None, None, []
+        self._declared, self._source_program, self._value_problems, self._dynamic_inputs = None, None, [], {}
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=specs)
+
+    def _check_still_dynamic(self, exported_program) -> None:
+        """A dim declared dynamic that ExecuTorch's ``to_edge`` pinned to its example size would make a program
+        (and engines) for that size alone: refused here, by name, instead of failing later (an engine whose
+        shapes do not add up) or silently."""
+        pinned = pinned_dims(self._dynamic_inputs, exported_program)
+        if pinned:
+            self._declared, self._source_program, self._value_problems, self._dynamic_inputs = None, None, [], {}
+            raise PartitionError(
+                f"ExecuTorch's to_edge fixed dynamic dims to their example sizes: {'; '.join(pinned)}. An op of the "
+                "program pinned them (ExecuTorch's edge verifier reads the size of the first piece an op returning "
+                "a list of tensors produces: et_tensorrt turns split, chunk and unbind along a static dim into "
+                "slices before to_edge, not other such ops); export those dims static, or replace that op"
+            )
 
     def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:
         """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build

@@ -106,6 +106,8 @@ _REDUCTIONS = (
     "aten.all.dims",
     "aten.cumsum.default",
     "aten.topk.default",
+    # ONNX TopK over the whole dim (a MoE's routed rows sorted by expert); not sort.stable (argument_limits)
+    "aten.sort.default",
 )
 _LINEAR_ALGEBRA_AND_NN = (
     "aten.mm.default",

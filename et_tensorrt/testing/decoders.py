@@ -6,6 +6,7 @@ Tiny configs with random weights (nothing is downloaded):
   ``dynamic=True`` is its LLM export default (``enable_dynamic_shape``: one ``forward`` for a prompt of S
   tokens and for single tokens, the write position read with ``input_pos[0].item()``).
 * ``hf_llama()``: HF transformers' ``TorchExportableModuleForDecoderOnlyLM`` (a Llama with a static cache).
+* ``hf_causal_lm(model)``: any HF causal LM as ``et_tensorrt.llm.export_causal_lm`` exports it (prefill/decode).
 
 ``decode(decoder, pte, tokens)`` runs the prompt then one token per call through :class:`et_tensorrt.Runner`
 and the eager model side by side, and returns per step the largest error and the delegate's bytes moved.
@@ -149,6 +150,26 @@ def hf_llama(layers: int = 2) -> Decoder:
 
     cache = sum(b.numel() * b.element_size() for n, b in exporter.exportable.named_buffers() if "_cache_" in n)
     return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache, export)
+
+
+def hf_causal_lm(model, max_seq_len: int = MAX_CONTEXT) -> tuple[Decoder, object]:
+    """A HF causal LM as ``et_tensorrt.llm.export_causal_lm(model, methods="prefill_decode",
+    max_seq_len=max_seq_len)`` exports it, and that export (an ``ExportedLM``): the Decoder's eager model is
+    transformers' own static-cache module of it, with a cache of its own (run it after lowering)."""
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    from et_tensorrt.llm import export_causal_lm
+
+    lm = export_causal_lm(model, methods="prefill_decode", max_seq_len=max_seq_len)
+    exportable = TorchExportableModuleForDecoderOnlyLM(model)  # the generation config export_causal_lm set
+
+    def inputs(tokens, start):
+        ids = torch.tensor([tokens], dtype=torch.long)
+        return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
+
+    cache = sum(b.numel() * b.element_size() for n, b in exportable.named_buffers() if "_cache_" in n)
+    name = f"HF transformers {type(model).__name__}"
+    return Decoder(name, lm.programs["prefill"], exportable.model, inputs, True, cache), lm
 
 
 @dataclass

@@ -294,16 +294,20 @@ class Tester(TesterBase):
         """Run the program through :class:`et_tensorrt.Runner` (``kwargs`` go to ``Runner.run``)."""
         self.last_inputs = self._inputs(inputs)
         self.runner_outputs = self.runner.run(list(self.last_inputs), **kwargs)
+        self.executorch_outputs = []  # an earlier run's, of other inputs: check_parity must not compare them
         return self
 
     def run_executorch(self, inputs: Sequence[torch.Tensor] | torch.Tensor | None = None) -> Tester:
         """Run the same bytes through ExecuTorch's own runtime (``executorch.runtime``)."""
         self.last_inputs = self._inputs(inputs)
         self.executorch_outputs = run_executorch(self.pte, self.last_inputs)
+        self.runner_outputs = []
         return self
 
     def run_both(self, inputs: Sequence[torch.Tensor] | torch.Tensor | None = None) -> Tester:
-        return self.run_runner(inputs).run_executorch(inputs)
+        runner_outputs = self.run_runner(inputs).runner_outputs
+        self.run_executorch(inputs).runner_outputs = runner_outputs
+        return self
 
     # -- checks on the outputs ---------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from torch.export import Dim
 
 import et_tensorrt
 from et_tensorrt import explain
+from et_tensorrt.errors import PartitionError
 from et_tensorrt.partition import TensorRTPartitioner
 
 
@@ -79,6 +80,59 @@ def test_a_split_does_not_pin_a_dynamic_batch():
     edge = to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(min_block_size=1)])
     [x] = [n for n in edge.exported_program().graph.nodes if n.op == "placeholder" and n.name == "x"]
     assert all(isinstance(d, torch.SymInt) for d in x.meta["val"].shape[:2]), x.meta["val"].shape
+
+
+class GatedPieces(torch.nn.Module):
+    """A gated MLP's ``chunk`` (MoE experts) and an ``unbind``, along static dims of a dynamic number of rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(8, 16)
+
+    def forward(self, x):
+        gate, up = self.up(x).chunk(2, dim=-1)
+        first, second = torch.stack([gate, up], dim=1).unbind(1)
+        return torch.nn.functional.silu(first) * second
+
+
+def test_chunk_and_unbind_do_not_pin_a_dynamic_size():
+    """ExecuTorch's edge verifier reads the size of the first piece an op returning a list produces, which pinned a
+    MoE prefill's dynamic length to its example (its engine then failed to build a KV-cache update)."""
+    dynamic = ({0: Dim("rows", min=1, max=32)},)
+    model = GatedPieces()
+    ep = torch.export.export(model, (torch.randn(5, 8),), dynamic_shapes=dynamic)
+    edge = to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(min_block_size=1)])
+    [x] = [n for n in edge.exported_program().graph.nodes if n.op == "placeholder" and n.name == "x"]
+    assert isinstance(x.meta["val"].shape[0], torch.SymInt), x.meta["val"].shape
+    runner = et_tensorrt.Runner(et_tensorrt.lower(ep))
+    for rows in (1, 7, 32):
+        x = torch.randn(rows, 8)
+        torch.testing.assert_close(runner.run([x])[0], model(x))
+
+
+class ReturnsAPiece(torch.nn.Module):
+    def forward(self, x):
+        return x.split(4, dim=1)[0] * 2, x.split(4, dim=1)[1]  # a piece the program returns as it is
+
+
+def test_a_returned_piece_does_not_pin_a_dynamic_batch():
+    dynamic = ({0: Dim("batch", min=1, max=8)},)
+    runner = et_tensorrt.Runner(et_tensorrt.lower(ReturnsAPiece(), (torch.randn(3, 8),), dynamic_shapes=dynamic))
+    for batch in (1, 8):
+        x = torch.randn(batch, 8)
+        for got, expected in zip(runner.run([x]), ReturnsAPiece()(x)):
+            torch.testing.assert_close(got, expected)
+
+
+def test_a_dynamic_dim_to_edge_pins_is_refused_by_name(monkeypatch):
+    from et_tensorrt.partition import pre_decomposition
+
+    monkeypatch.setattr(pre_decomposition, "_SPLITS", ())  # a Tensor[] op the rewrites do not know
+    ep = torch.export.export(ReturnsAPiece(), (torch.randn(3, 8),), dynamic_shapes=({0: Dim("batch", min=1, max=8)},))
+    with pytest.raises(
+        PartitionError, match=r"fixed dynamic dims to their example sizes: x dim 0 \(declared 1..8\) is 3"
+    ):
+        to_edge_transform_and_lower(ep, partitioner=[TensorRTPartitioner(min_block_size=1)])
 
 
 def test_an_unknown_opt_size_name_fails_before_lowering():
