@@ -97,13 +97,35 @@ def export_causal_lm(
 
 def _exporter(model, max_seq_len: int | None):
     """(``export(n, dynamic)``, the cache's length, the vocabulary size, whether the token count may vary) of a HF
-    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``) or ExecuTorch's llama
-    (its own length)."""
+    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``; a model with conv or SSM
+    states through llm/recurrent.py) or ExecuTorch's llama (its own length)."""
     if _is_hf(model):
-        length = max_seq_len or model.config.max_position_embeddings
-        return HFStaticCacheExport(model, length), length, model.config.vocab_size, True
+        from . import recurrent
+
+        config = model.config.get_text_config(decoder=True)
+        length = max_seq_len or getattr(config, "max_position_embeddings", None)
+        if recurrent.recurrent_layer_types(model):
+            why = recurrent.unsupported_reason(model)
+            if why:
+                raise TypeError(f"export_causal_lm cannot export {type(model).__name__}: {why}; {_OTHERWISE}")
+            length = length or recurrent.DEFAULT_LENGTH
+            return recurrent.RecurrentStateExport(model, length), length, config.vocab_size, True
+        if getattr(config, "num_attention_heads", None) is None or length is None:
+            raise TypeError(
+                f"export_causal_lm cannot export {type(model).__name__} (model_type {config.model_type!r}): it takes "
+                "decoder-only LMs whose state is a KV cache (attention layers: num_attention_heads, "
+                "max_position_embeddings) or conv / SSM states (Mamba, Mamba2 and their attention hybrids, LFM2), and "
+                f"this config has neither; {_OTHERWISE}"
+            )
+        return HFStaticCacheExport(model, length), length, config.vocab_size, True
     params = _llama_params(model)
     return _llama_exporter(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
+
+
+_OTHERWISE = (
+    "export the model with torch.export yourself and lower it with et_tensorrt.lower (its mutated buffers become "
+    "delegate states), or use et_tensorrt.llm.export_encoder_decoder for an encoder-decoder"
+)
 
 
 def _prefill_decode(export) -> dict:
