@@ -1,6 +1,7 @@
 """Decoder-only causal LMs exported with their KV cache: a HF transformers causal LM (its static cache, through
-``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` (``use_kv_cache``), as one
-``forward`` method or as ``prefill`` and ``decode`` methods sharing the cache in the delegate."""
+``TorchExportableModuleForDecoderOnlyLM``; one with conv or SSM states through llm/recurrent.py) or ExecuTorch's
+llama ``Transformer`` (``use_kv_cache``), as one ``forward`` method or as ``prefill`` and ``decode`` methods sharing
+the cache in the delegate."""
 
 from __future__ import annotations
 
@@ -55,13 +56,17 @@ def export_causal_lm(
 
     ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)``), the path of a local HF checkpoint
     directory (``config.json`` and weights: loaded with ``AutoModelForCausalLM.from_pretrained``, never downloaded),
-    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama).
+    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama). A HF model whose
+    layers keep conv or SSM states (Mamba, Mamba2, their attention hybrids such as Bamba or FalconH1, LFM2) is
+    exported by llm/recurrent.py, its states in the delegate as a KV cache is; a model neither exporter takes is one
+    TypeError saying what to do instead.
 
     ``methods``: ``"forward"``, one method taking 1 .. max_seq_len - 1 tokens and their positions (ExecuTorch's
     ``TextLLMRunner`` calls it; ExecuTorch's llama without ``enable_dynamic_shape`` takes one token a call), or
     ``"prefill_decode"``, the two methods of :func:`export_prefill_decode` (``TextGenerator`` drives them through
     ``Runner``). ``max_seq_len``: the KV cache's length, default the HF config's ``max_position_embeddings`` (pass
-    it for a real checkpoint: the cache takes that many positions of memory); ExecuTorch's llama has its own.
+    it for a real checkpoint: the cache takes that many positions of memory; a model without it, such as Mamba,
+    2048); ExecuTorch's llama has its own.
     ``bos_id``/``eos_ids``: default the HF config's ``bos_token_id``/``eos_token_id``; required for ExecuTorch's
     llama (its tokenizer's)."""
     if methods not in ("forward", "prefill_decode"):

@@ -69,16 +69,35 @@ def _functions(model) -> dict[str, dict]:
 
 
 def unsupported_reason(model) -> str:
-    """Why :class:`RecurrentModule` cannot export ``model`` ("" when it can): a recurrent layer whose state functions
-    are not the ones replaced here (a gated delta rule, an xLSTM cell, ...)."""
+    """Why :class:`RecurrentModule` cannot export ``model`` ("" when it can): a recurrent layer whose state is kept
+    by other functions than the ones replaced here (a gated delta rule, an xLSTM cell, ...)."""
+    types = sorted(set(recurrent_layer_types(model)))
     found = _functions(model)
-    if "causal_conv1d_forward" not in found:
-        return (
-            f"{type(model).__name__} has recurrent layers ({', '.join(sorted(set(recurrent_layer_types(model))))}) "
-            "whose state is not kept by transformers' causal_conv1d_forward / mamba_scan_forward / "
-            "mamba2_scan_forward"
-        )
-    return ""
+    scans = {"mamba_scan_forward", "mamba2_scan_forward"} & set(found)
+    others = _other_recurrences(model)
+    if "causal_conv1d_forward" in found and (scans or set(types) <= {"conv"}) and not others:
+        return ""
+    return (
+        f"its recurrent layers ({', '.join(types)}{': ' + ', '.join(others) if others else ''}) keep their state with "
+        "other functions than transformers' "
+        "causal_conv1d_forward, mamba_scan_forward and mamba2_scan_forward (Mamba, Mamba2, their attention hybrids "
+        "and LFM2's short convolutions are taken)"
+    )
+
+
+_STATE_ACCESS = {"get_conv_state", "update_conv_state", "get_recurrent_state", "update_recurrent_state"}
+
+
+def _other_recurrences(model) -> list[str]:
+    """The model's layers that read or write a cache's conv or recurrent state in their own ``forward`` (a gated
+    delta net): not through the functions replaced here, so an export would keep transformers' own token-count
+    branches."""
+    found = set()
+    for module in model.modules():
+        code = getattr(inspect.unwrap(type(module).forward), "__code__", None)
+        if code is not None and _STATE_ACCESS & set(code.co_names):
+            found.add(type(module).__name__)
+    return sorted(found)
 
 
 class _ExportCache:
@@ -93,10 +112,7 @@ class _ExportCache:
     owner: torch.nn.Module | None = None
 
     def state(self, kind: str, layer_idx: int, index: int = 0) -> torch.Tensor:
-        if self.owner is not None:
-            return getattr(self.owner, _buffer_name(kind, layer_idx, index))
-        layer = self.layers[layer_idx]
-        return {"conv": layer.conv_states, "recurrent": layer.recurrent_states}[kind][index]
+        return getattr(self.owner, _buffer_name(kind, layer_idx, index))
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         layer = self.layers[layer_idx]
@@ -115,7 +131,7 @@ class _ExportCache:
 
     def fresh(self, state: torch.Tensor) -> torch.Tensor:
         """``state`` as this call reads it: zeros when the call starts a sequence (position 0)."""
-        return torch.where(self.positions[0] > 0, state, torch.zeros((), dtype=state.dtype))
+        return torch.where(self.positions[0] > 0, state, state.new_zeros(()))
 
 
 def _buffer_name(kind: str, layer_idx: int, index: int = 0) -> str:
@@ -145,12 +161,9 @@ class RecurrentModule(torch.nn.Module):
         self.model = model.eval()
         config = model.config.get_text_config(decoder=True)
         self.cache = _cache(config, length)
-        self._made = False
-        self.length = length
         self._takes_positions = "position_ids" in inspect.signature(model.forward).parameters
         with torch.no_grad():  # transformers makes each layer's tensors at its first update: make them now
             self._run(torch.zeros((1, 2), dtype=torch.long), torch.arange(2), replaced=False)
-        self._made = True
         self.states = {}
         for i, layer in enumerate(self.cache.layers):
             for j, conv in getattr(layer, "conv_states", {}).items():
@@ -211,7 +224,8 @@ def _conv_forward(conv1d, hidden_states, cache, layer_idx, activation=None, stat
     state = cache.state("conv", layer_idx, state_idx)
     tokens = hidden_states.shape[-1]
     full = torch.cat([cache.fresh(state), hidden_states.to(state.dtype)], dim=-1)
-    state.copy_(full[..., full.shape[-1] - state.shape[-1] :])
+    kept = torch.arange(state.shape[-1], device=full.device) + (full.shape[-1] - state.shape[-1])
+    state.copy_(full.index_select(-1, kept))  # a gather in the state's shape: written in place (runtime/state.py)
     out = F.conv1d(full.to(conv1d.weight.dtype), conv1d.weight, conv1d.bias, groups=hidden_states.shape[1])
     out = out[..., out.shape[-1] - tokens :]
     if activation is not None:

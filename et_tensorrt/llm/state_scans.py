@@ -82,10 +82,13 @@ def diagonal_scan(log_decay: torch.Tensor, inputs: torch.Tensor, state: torch.Te
     totals = torch.cumsum(a, dim=2)  # decay from a chunk's start to each of its steps
     ends = torch.cat([state.reshape(batch, 1, flat), local[:, :, -1]], dim=1)  # [batch, count + 1, flat]
     steps = F.pad(totals[:, :, -1], (0, 0, 1, 0))  # the decay over each chunk, after a leading 0
-    entering = (torch.exp(_segment_sums(steps, dim=1)) * ends.unsqueeze(1)).sum(dim=2)  # [batch, count + 1, flat]
-    h = local + torch.exp(totals) * entering[:, :count].unsqueeze(2)
+    weights = torch.exp(_segment_sums(steps, dim=1))  # [batch, count + 1 (entering), count + 1 (end), flat]
+    entering = (weights[:, :count] * ends.unsqueeze(1)).sum(dim=2)  # [batch, count, flat]
+    h = local + torch.exp(totals) * entering.unsqueeze(2)
     h = _drop_front(h.reshape(batch, count * length, flat), pad, tokens)
-    return h.reshape(batch, tokens, *channels), entering[:, count].reshape(batch, *channels)
+    # the state after the last chunk, summed in the state's own shape: the op that computes it can write it in place
+    last = (weights[:, -1].reshape(batch, -1, *channels) * ends.reshape(batch, -1, *channels)).sum(dim=1)
+    return h.reshape(batch, tokens, *channels), last
 
 
 def head_scan(
@@ -104,22 +107,25 @@ def head_scan(
     state_size]``. Returns ``y`` (``[batch, tokens, heads, head_dim]``) and the last state."""
     batch, tokens, heads, head_dim = x.shape
     length, count, pad = _chunks(tokens, chunk)
-
-    x, a, B, C = (_in_chunks(t, count, length, pad) for t in (x, log_decay, B, C))  # padded in front
-    a = a.permute(0, 3, 1, 2)  # [batch, heads, count, length]
-    totals = torch.cumsum(a, dim=-1)
+    # [batch, heads, count, length, ...]: the chunk count is the last batch dim of every matmul (a product of batch
+    # dims an export splits back must end in its symbolic factor to be proven whole)
+    x, a, B, C = (_in_chunks(t, count, length, pad).transpose(1, 3).transpose(2, 3) for t in (x, log_decay, B, C))
+    totals = torch.cumsum(a, dim=-1)  # [batch, heads, count, length]: decay from a chunk's start to each step
     # 1. inside each chunk: y[t] = sum over s <= t of (C[t] . B[s]) decay(s -> t) x[s]
-    decay = torch.exp(_segment_sums(a, dim=3))  # [batch, heads, count, t, s]
-    scores = torch.einsum("bclhn,bcshn->bhcls", C, B) * decay
-    y = torch.einsum("bhcls,bcshp->bclhp", scores, x)
+    scores = torch.matmul(C, B.transpose(-1, -2)) * torch.exp(_segment_sums(a, dim=3))
+    y = torch.matmul(scores, x)  # [batch, heads, count, length, head_dim]
     # 2. each chunk's end state from its own tokens
     to_end = torch.exp(totals[..., -1:] - totals)  # decay from each step to its chunk's end
-    ends = torch.einsum("bclhn,bhcl,bclhp->bchpn", B, to_end, x)
+    ends = torch.matmul((x * to_end[..., None]).transpose(-1, -2), B)  # [batch, heads, count, head_dim, state_size]
     # 3. the state entering each chunk, from `state` and the end states before it
-    ends = torch.cat([state.unsqueeze(1), ends], dim=1)  # [batch, count + 1, heads, head_dim, state_size]
+    ends = torch.cat([state.unsqueeze(2), ends], dim=2)  # [batch, heads, count + 1, head_dim, state_size]
     across = torch.exp(_segment_sums(F.pad(totals[..., -1], (1, 0)), dim=2))  # [batch, heads, count+1, count+1]
-    entering = torch.einsum("bhzc,bchpn->bzhpn", across, ends)
+    state_size = B.shape[-1]
+    flat = ends.reshape(batch, heads, -1, head_dim * state_size)
+    entering = torch.matmul(across[:, :, :count], flat).reshape(batch, heads, count, head_dim, state_size)
     # 4. what the entering state adds to each token's output
-    y = y + torch.einsum("bclhn,bchpn,bhcl->bclhp", C, entering[:, :count], torch.exp(totals))
-    y = _drop_front(y.reshape(batch, count * length, heads, head_dim), pad, tokens)
-    return y, entering[:, count]
+    y = y + torch.matmul(C, entering.transpose(-1, -2)) * torch.exp(totals)[..., None]
+    y = _drop_front(y.permute(0, 2, 3, 1, 4).reshape(batch, count * length, heads, head_dim), pad, tokens)
+    # the state after the last chunk, summed in the state's own shape: the op that computes it can write it in place
+    last = (across[:, :, -1][..., None, None] * ends).sum(dim=2)
+    return y, last

@@ -44,6 +44,7 @@ class Decoder:
     # another export of the same model: (example tokens of one call, whether their number is dynamic) -> its
     # program (prefill_decode's methods)
     export: Callable[[list[int], bool], torch.export.ExportedProgram] | None = None
+    states: tuple[str, ...] = ()  # the buffers that hold its state, where the maker names them
 
 
 def prefill_decode(decoder: Decoder, prompt: int = 4) -> dict[str, torch.export.ExportedProgram]:
@@ -150,11 +151,11 @@ def hf_llama(layers: int = 2) -> Decoder:
     return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache, export)
 
 
-def _recurrent_config(family: str):
+def _recurrent_config(family: str, vocab: int = VOCAB):
     """Tiny configs (2 layers, hidden 32, small states) of HF's recurrent-state families."""
     import transformers as t
 
-    common = {"vocab_size": VOCAB, "hidden_size": 32, "num_hidden_layers": 2, "bos_token_id": 0, "eos_token_id": 1}
+    common = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 2, "bos_token_id": 0, "eos_token_id": 1}
     attention = {"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 2 * MAX_CONTEXT}
     mamba2 = {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_n_groups": 1, "mamba_chunk_size": 8}
     if family == "mamba":
@@ -195,7 +196,7 @@ class _HFEager(torch.nn.Module):
         return self.model(input_ids=input_ids, cache=self.cache, use_cache=True, **extra).logits
 
 
-def hf_recurrent(family: str = "mamba") -> Decoder:
+def hf_recurrent(family: str = "mamba", vocab: int = VOCAB) -> Decoder:
     """A HF model whose state is conv / SSM states (``family``: one of RECURRENT_FAMILIES, hybrids with attention
     included), exported by et_tensorrt.llm.recurrent; eager is HF's own model with its ``DynamicCache``."""
     from transformers import AutoModelForCausalLM
@@ -203,7 +204,7 @@ def hf_recurrent(family: str = "mamba") -> Decoder:
     from et_tensorrt.llm.recurrent import RecurrentStateExport
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(_recurrent_config(family)).eval().requires_grad_(False)
+    model = AutoModelForCausalLM.from_config(_recurrent_config(family, vocab)).eval().requires_grad_(False)
     exporter = RecurrentStateExport(model, MAX_CONTEXT)
 
     def export(tokens, dynamic_length):  # from position 0
@@ -215,7 +216,8 @@ def hf_recurrent(family: str = "mamba") -> Decoder:
 
     program = export([1, 2], True)
     name = f"HF {type(model).__name__} (conv / SSM states)"
-    return Decoder(name, program, _HFEager(model), inputs, True, exporter.module.state_bytes(), export)
+    states = tuple(exporter.module.states)
+    return Decoder(name, program, _HFEager(model), inputs, True, exporter.module.state_bytes(), export, states)
 
 
 @dataclass
