@@ -108,7 +108,7 @@ void bind_runtime(py::module_& m) {
   py::class_<StatePlacement>(m, "StatePlacement", "A state tensor the delegate owns, and what a call did to it.")
       .def_readonly("name", &StatePlacement::name)
       .def_property_readonly("device", [](const StatePlacement& s) { return executorch_to_torch_device(s.device); })
-      .def_property_readonly("update", [](const StatePlacement& s) { return s.in_place ? "in place" : "copied back"; })
+      .def_readonly("update", &StatePlacement::update)
       .def_readonly("bytes", &StatePlacement::bytes)
       .def_property_readonly("dtype", [](const StatePlacement& s) { return executorch_to_torch_dtype(s.dtype); })
       .def_readonly("methods", &StatePlacement::methods,
@@ -118,7 +118,7 @@ void bind_runtime(py::module_& m) {
         std::string shared;
         for (const std::string& m : s.methods) shared += (shared.empty() ? ", shared by " : ", ") + m;
         return "<state " + s.name + ": " + device_str(s.device) + ", " + dtype.substr(dtype.find('.') + 1) + ", " +
-               (s.in_place ? "in place" : "copied back " + std::to_string(s.bytes) + " B") + shared + ">";
+               (s.update == "copied back" ? "copied back " + std::to_string(s.bytes) + " B" : s.update) + shared + ">";
       });
 
   py::class_<PlacementPlan, std::shared_ptr<PlacementPlan>>(m, "PlacementPlan",

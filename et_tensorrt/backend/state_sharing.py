@@ -25,6 +25,7 @@ from torch.export import ExportedProgram
 
 from et_tensorrt.builder.named_data import KEY_PREFIX
 from et_tensorrt.errors import StateSharingError
+from et_tensorrt.format.state_table import initial_bytes
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ def owned_buffers(program: ExportedProgram, method: str) -> dict[str, Declared]:
             t = program.constants.get(name)  # a non-persistent buffer
         if t is None:
             continue
-        t = t.detach()
-        initial = hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).digest() if bool(t.any()) else b""
+        contents = initial_bytes(t)
+        initial = b"" if contents is None else hashlib.sha256(contents).digest()
         found[name] = Declared(method, t.dtype, tuple(t.shape), initial)
     return found
 

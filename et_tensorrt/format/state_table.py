@@ -118,12 +118,13 @@ def encode_state_table(entries: Sequence[StateEntry]) -> bytes:
 
 
 def initial_bytes(t: torch.Tensor) -> bytes | None:
-    """None when ``t`` is all zeros (the table then stores nothing), else its contiguous bytes."""
+    """None when ``t`` is all zeros (the table then stores nothing), else its contiguous bytes (a 0-dim state, a
+    counter, too: flattened first, as a 0-dim tensor has no byte view)."""
     import torch
 
     if not bool(t.any()):
         return None
-    return t.detach().contiguous().view(torch.uint8).numpy().tobytes()
+    return t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
 def from_parsed(rows: Sequence[dict]) -> list[StateEntry]:

@@ -4,6 +4,8 @@ and runtime, and the drivers that generate with them.
 
 * ``constants``: the constant methods ExecuTorch's LLM runners read (:func:`llm_methods`);
 * ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
+* ``recurrent``: those whose layers keep conv or SSM states (Mamba, Mamba2, their hybrids, LFM2), which
+  ``export_causal_lm`` hands over to (``state_scans``: their recurrences for any number of tokens);
 * ``seq2seq``: encoder–decoders (:func:`export_encoder_decoder`);
 * ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);

@@ -1,6 +1,7 @@
 """Decoder-only causal LMs exported with their KV cache: a HF transformers causal LM (its static cache, through
-``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` (``use_kv_cache``), as one
-``forward`` method or as ``prefill`` and ``decode`` methods sharing the cache in the delegate."""
+``TorchExportableModuleForDecoderOnlyLM``; one with conv or SSM states through llm/recurrent.py) or ExecuTorch's
+llama ``Transformer`` (``use_kv_cache``), as one ``forward`` method or as ``prefill`` and ``decode`` methods sharing
+the cache in the delegate."""
 
 from __future__ import annotations
 
@@ -55,13 +56,17 @@ def export_causal_lm(
 
     ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)``), the path of a local HF checkpoint
     directory (``config.json`` and weights: loaded with ``AutoModelForCausalLM.from_pretrained``, never downloaded),
-    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama).
+    or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama). A HF model whose
+    layers keep conv or SSM states (Mamba, Mamba2, their attention hybrids such as Bamba or FalconH1, LFM2) is
+    exported by llm/recurrent.py, its states in the delegate as a KV cache is; a model neither exporter takes is one
+    TypeError saying what to do instead.
 
     ``methods``: ``"forward"``, one method taking 1 .. max_seq_len - 1 tokens and their positions (ExecuTorch's
     ``TextLLMRunner`` calls it; ExecuTorch's llama without ``enable_dynamic_shape`` takes one token a call), or
     ``"prefill_decode"``, the two methods of :func:`export_prefill_decode` (``TextGenerator`` drives them through
     ``Runner``). ``max_seq_len``: the KV cache's length, default the HF config's ``max_position_embeddings`` (pass
-    it for a real checkpoint: the cache takes that many positions of memory); ExecuTorch's llama has its own.
+    it for a real checkpoint: the cache takes that many positions of memory; a model without it, such as Mamba,
+    2048); ExecuTorch's llama has its own.
     ``bos_id``/``eos_ids``: default the HF config's ``bos_token_id``/``eos_token_id``; required for ExecuTorch's
     llama (its tokenizer's)."""
     if methods not in ("forward", "prefill_decode"):
@@ -97,13 +102,35 @@ def export_causal_lm(
 
 def _exporter(model, max_seq_len: int | None):
     """(``export(n, dynamic)``, the cache's length, the vocabulary size, whether the token count may vary) of a HF
-    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``) or ExecuTorch's llama
-    (its own length)."""
+    causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``; a model with conv or SSM
+    states through llm/recurrent.py) or ExecuTorch's llama (its own length)."""
     if _is_hf(model):
-        length = max_seq_len or model.config.max_position_embeddings
-        return HFStaticCacheExport(model, length), length, model.config.vocab_size, True
+        from . import recurrent
+
+        config = model.config.get_text_config(decoder=True)
+        length = max_seq_len or getattr(config, "max_position_embeddings", None)
+        if recurrent.recurrent_layer_types(model):
+            why = recurrent.unsupported_reason(model)
+            if why:
+                raise TypeError(f"export_causal_lm cannot export {type(model).__name__}: {why}; {_OTHERWISE}")
+            length = length or recurrent.DEFAULT_LENGTH
+            return recurrent.RecurrentStateExport(model, length), length, config.vocab_size, True
+        if getattr(config, "num_attention_heads", None) is None or length is None:
+            raise TypeError(
+                f"export_causal_lm cannot export {type(model).__name__} (model_type {config.model_type!r}): it takes "
+                "decoder-only LMs whose state is a KV cache (attention layers: num_attention_heads, "
+                "max_position_embeddings) or conv / SSM states (Mamba, Mamba2 and their attention hybrids, LFM2), and "
+                f"this config has neither; {_OTHERWISE}"
+            )
+        return HFStaticCacheExport(model, length), length, config.vocab_size, True
     params = _llama_params(model)
     return LlamaExport(model), params.max_seq_len, params.vocab_size, params.enable_dynamic_shape
+
+
+_OTHERWISE = (
+    "export the model with torch.export yourself and lower it with et_tensorrt.lower (its mutated buffers become "
+    "delegate states), or use et_tensorrt.llm.export_encoder_decoder for an encoder-decoder"
+)
 
 
 def _prefill_decode(export) -> dict:

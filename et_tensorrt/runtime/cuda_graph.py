@@ -9,7 +9,8 @@ A graph replays the kernels it captured with the addresses they were captured wi
 - **results**: the executor's own buffers (captured with the graph), copied into the caller's memory by the
   delegate right after (``copy result``: the logits);
 - **state** (a KV cache): the loaded program's tensors, allocated once, never moved while it is loaded
-  (``Runner.reset`` loads the methods again: new delegates, new graphs).
+  (``Runner.reset`` loads the methods again: new delegates, new graphs); a state the TensorRT executor would
+  double-buffer is pinned instead (``pin_states``: copied back after each call, as the plan says).
 
 A graph is captured per call signature (shapes, size values, input addresses) after that signature ran
 :data:`WARMUP_CALLS` times eagerly (TensorRT sets itself up for new shapes on its first enqueue), and at most
@@ -67,6 +68,8 @@ class GraphedExecutor:
 
     def __init__(self, executor, graphs=None):
         self._executor = executor
+        if hasattr(executor, "pin_states"):  # a double-buffered state would move under the captured addresses
+            executor.pin_states()
         self._graphs: dict[tuple, _Graph] = {}
         self._eager_calls: dict[tuple, int] = {}
         self._pool = None  # one memory pool for this delegate's graphs

@@ -66,9 +66,9 @@ class PyTorchExecutor:
             program = load_program(blob)
         _place_factories(program.graph_module, device)
         # The delegate's state (the STATE table; a shared one is the loaded program's): updated by the program
-        # itself, kept across calls.
+        # itself, kept across calls, bound into the program once (pinned: never double-buffered).
         self._states = state.acquire(blob.states, device, *scope)
-        self.state = self._states.tensors
+        self.state = self._states.pin()
         self.state_updates = state.write_in_place(program, self.state) if self.state else {}
         lifted = graph_program.lifted_tensors(program, device, self.state)
         self.native, self.path = None, f"Python graph code ({INTERPRETER_ENV}=0)"
@@ -144,7 +144,10 @@ class TensorRTExecutor:
 
     State (the blob's STATE table): each state tensor is allocated once on the device and kept across calls. An
     in-place state is bound to its engine input and to the output the engine aliases to it (one address: the
-    IKVCacheUpdateLayer writes the new rows into it); a write-back state's output goes to a reused buffer that
+    IKVCacheUpdateLayer writes the new rows into it). A write-back state (a conv or SSM state, a counter) is
+    double-buffered: the engine reads one buffer and writes the new value into the other, which then is the state
+    (runtime/state.py ``Slot``): nothing is copied. While another delegate holds the state's address for good (a
+    PyTorch executor of another method, a CUDA graph: ``pinned``), the new value goes to a reused buffer instead and
     is copied into the state on the stream right after the call.
     """
 
@@ -181,12 +184,24 @@ class TensorRTExecutor:
         self._output_shapes: list[tuple] = []
         self._output_buffers: list[torch.Tensor | None] = [None] * len(self._output_names)
         self._held = state.acquire(blob.states, device, *scope)  # a shared state is the loaded program's
-        self.state = self._held.tensors
         try:
-            self._states = [_StateBinding(e, self.state[e.name], engine) for e in blob.states]
+            self._states = [_StateBinding(e, self._held.slots[e.name], engine) for e in blob.states]
         except BaseException:
             self._held.close()  # no executor, no hold on the program's states
             raise
+        self.state_updates = {b.name: b.update for b in self._states}
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        """Buffer name -> the tensor each state is now (a double-buffered one alternates)."""
+        return self._held.tensors
+
+    def pin_states(self) -> None:
+        """From now on every state keeps its address (a CUDA graph replays the addresses it captured): a
+        double-buffered state is copied back instead, and ``state_updates`` says so."""
+        self._held.pin()
+        for binding in self._states:
+            binding.refresh()
         self.state_updates = {b.name: b.update for b in self._states}
 
     engine_key = None  # the program's shared engine this executor holds (tensorrt_executor)
@@ -275,12 +290,13 @@ class TensorRTExecutor:
 
 
 class _StateBinding:
-    """One state tensor's engine bindings (TensorRTExecutor). In place only when the engine itself aliases the
-    output to the input (``get_aliased_input_tensor``); otherwise the new value is copied back, and the plan
-    says so through ``update``."""
+    """One state's engine bindings (TensorRTExecutor). In place only when the engine itself aliases the output to the
+    input (``get_aliased_input_tensor``); a write-back state (a conv or SSM state, a counter) is double-buffered (the
+    output is the slot's other buffer, and the two trade places after the call); a cache the engine does not alias,
+    or any state while the slot is pinned, is copied back from a reused buffer. The plan says which (``update``)."""
 
-    def __init__(self, entry, tensor: torch.Tensor, engine):
-        self.name, self.tensor, self.shape = entry.name, tensor, tuple(entry.shape)
+    def __init__(self, entry, slot, engine):
+        self.name, self.slot, self.shape = entry.name, slot, tuple(entry.shape)
         self.input_name, self.output_name = entry.input_name, entry.output_name
         for name in (self.input_name, self.output_name):
             if not name or name not in _tensor_names(engine):
@@ -288,25 +304,58 @@ class _StateBinding:
         aliased = engine.get_aliased_input_tensor(self.output_name) if entry.in_place else None
         if entry.in_place and aliased != self.input_name:
             log.warning(
-                "et_tensorrt: state %s: the engine does not alias %s to %s (it says %r); copying it back instead",
+                "et_tensorrt: state %s: the engine does not alias %s to %s (it says %r); writing it elsewhere instead",
                 self.name,
                 self.output_name,
                 self.input_name,
                 aliased,
             )
         self.in_place = entry.in_place and aliased == self.input_name
-        self.update = "in place" if self.in_place else "copied back"
-        self._buffer = None if self.in_place else torch.empty_like(tensor)
+        # A KV cache the engine would not alias is copied back rather than held twice (its rows are the memory)
+        self._double = not entry.in_place
+        self._buffer = None
+        self._warned = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Decides the update from the slot's pins (at init, and when the executor pins its states)."""
+        if self.in_place:
+            self.update = state.IN_PLACE
+        elif self.slot.pinned or not self._double:
+            self.update = state.COPIED_BACK
+            if self._buffer is None:
+                self._buffer = torch.empty_like(self.slot.tensor)
+        else:
+            self.update = state.SWAPPED
 
     def bind(self, context) -> None:
-        context.set_tensor_address(self.input_name, self.tensor.data_ptr())
-        # In place: the caller owns the one buffer the layer reads and writes (TensorRT requires the same address).
-        out = self.tensor if self.in_place else self._buffer
+        tensor = self.slot.tensor
+        context.set_tensor_address(self.input_name, tensor.data_ptr())
+        if self.in_place:  # the caller owns the one buffer the layer reads and writes (TensorRT requires one address)
+            out = tensor
+        elif self.update == state.SWAPPED and not self.slot.pinned:
+            out = self.slot.spare_buffer()
+        else:
+            if self.update == state.SWAPPED and not self._warned:  # pinned since: another delegate holds the address
+                self._warned = True
+                log.warning(
+                    "et_tensorrt: state %s is now held at its address by another delegate of this program: copied "
+                    "back from now on (the plans say double-buffered)",
+                    self.name,
+                )
+            if self._buffer is None:
+                self._buffer = torch.empty_like(tensor)
+            out = self._buffer
+        self._out = out
         context.set_tensor_address(self.output_name, out.data_ptr())
 
     def write_back(self) -> None:
-        if not self.in_place:
-            self.tensor.copy_(self._buffer)
+        if self.in_place:
+            return
+        if self._out is self.slot.spare:
+            self.slot.swap()
+        else:
+            self.slot.tensor.copy_(self._out)
 
 
 def _tensor_names(engine) -> set[str]:

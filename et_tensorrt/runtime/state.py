@@ -7,9 +7,13 @@ table's initial contents by the first delegate that needs it and freed when the 
 one program (two ``Runner`` s) hold two.
 
 With PyTorch, the embedded program is functional: a buffer's new value is a BUFFER_MUTATION output (``index_put`` of
-the cache, ``add`` of a counter). ``write_in_place`` rewrites it so that each call updates the state tensors
-themselves: a cache write the program makes only once becomes ``index_put_``/``index_copy_`` into the state (no copy
-of the cache), any other new value is ``copy_``-ed into its state at the end of the call.
+the cache, ``add`` of a counter, the sum that ends an SSM scan). ``write_in_place`` rewrites it so that each call
+updates the state tensors themselves, no copy of a state made:
+
+* a cache write the program makes only once becomes ``index_put_``/``index_copy_`` into the state;
+* a new value an operator computes whole, in the state's shape and dtype, once every read of the old value is done
+  (a recurrent state: conv and SSM states), is computed into the state by that operator's ``out=`` overload;
+* any other new value (a view of a larger result, say) is ``copy_``-ed into its state at the end of the call.
 """
 
 from __future__ import annotations
@@ -23,19 +27,55 @@ from . import shared
 
 aten = torch.ops.aten
 _IN_PLACE = {aten.index_put.default: aten.index_put_.default, aten.index_copy.default: aten.index_copy_.default}
+# What a call does to a state (the executors' state_updates; the C++ delegate counts the bytes of "copied back").
+IN_PLACE, COPIED_BACK, SWAPPED = "in place", "copied back", "double-buffered"
 
 
-_states = shared.Registry()  # (program scope, buffer name) -> the one tensor the program's methods bind
+_states = shared.Registry()  # (program scope, buffer name) -> the one Slot the program's methods bind
+
+
+class Slot:
+    """One state's memory. ``tensor``: what the delegates read and write now. ``spare``: the other buffer of a
+    double-buffered state (a TensorRT engine that cannot alias its output to the state writes the new value there,
+    and the two trade places: nothing is copied). ``pinned``: how many delegates hold ``tensor``'s address for good
+    (a PyTorch executor's graph, a CUDA graph); while any does, the buffers do not trade places."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor, self.spare, self.pinned = tensor, None, 0
+
+    def spare_buffer(self) -> torch.Tensor:
+        if self.spare is None:
+            self.spare = torch.empty_like(self.tensor)
+        return self.spare
+
+    def swap(self) -> None:
+        self.tensor, self.spare = self.spare, self.tensor
 
 
 class States:
-    """One executor's states: buffer name -> tensor (shared ones are the loaded program's); ``close`` lets go."""
+    """One executor's states: buffer name -> Slot (shared ones are the loaded program's); ``close`` lets go."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], shared_keys: list[tuple[int, str]]):
-        self.tensors = tensors
+    def __init__(self, slots: dict[str, Slot], shared_keys: list[tuple[int, str]]):
+        self.slots = slots
         self._keys = shared_keys
+        self._pins = 0
+
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Buffer name -> the tensor each state is now."""
+        return {name: slot.tensor for name, slot in self.slots.items()}
+
+    def pin(self) -> dict[str, torch.Tensor]:
+        """Holds every state at its present address until :meth:`close` (the tensors, to bind once)."""
+        self._pins += 1
+        for slot in self.slots.values():
+            slot.pinned += 1
+        return self.tensors
 
     def close(self) -> None:
+        for slot in self.slots.values():
+            slot.pinned -= self._pins
+        self._pins = 0
         for key in self._keys:
             _states.release(key)
         self._keys = []
@@ -55,7 +95,7 @@ def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> 
     try:
         for e in entries:
             if not e.shared:
-                held.tensors[e.name] = e.initial_tensor(device)
+                held.slots[e.name] = Slot(e.initial_tensor(device))
                 continue
             if not scope:
                 raise StateSharingError(
@@ -64,8 +104,9 @@ def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> 
                     "lower it again with named_data='pte' or 'ptd' (the default for several methods)"
                 )
             key = (scope, e.name)
-            t, maker = _states.acquire(key, lambda e=e: e.initial_tensor(device), method)
+            slot, maker = _states.acquire(key, lambda e=e: Slot(e.initial_tensor(device)), method)
             held._keys.append(key)
+            t = slot.tensor
             dtype = scalar_type_dtype(e.dtype)
             if t.dtype != dtype or tuple(t.shape) != tuple(e.shape) or t.device != device:
                 raise StateSharingError(
@@ -73,7 +114,7 @@ def acquire(entries, device: torch.device, scope: int = 0, method: str = "") -> 
                     f"{maker!r} holds it as {_spec(t.dtype, t.shape, t.device)}: the methods cannot share it (run "
                     "them on one device, or lower them from one model)"
                 )
-            held.tensors[e.name] = t
+            held.slots[e.name] = slot
     except BaseException:
         held.close()  # this call's holds
         raise
@@ -92,7 +133,9 @@ def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, st
     output = next(n for n in graph.nodes if n.op == "output")
     placeholders = {s.target: s.arg.name for s in program.graph_signature.input_specs if s.kind == InputKind.BUFFER}
     nodes = {n.name: n for n in graph.nodes}
+    order = {n: i for i, n in enumerate(graph.nodes)}
     values = list(output.args[0])
+    returned = {v for v, s in zip(values, program.graph_signature.output_specs) if s.kind == OutputKind.USER_OUTPUT}
     how = {}
     for i, spec in enumerate(program.graph_signature.output_specs):
         if spec.kind != OutputKind.BUFFER_MUTATION or spec.target not in names:
@@ -100,13 +143,73 @@ def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, st
         state, value = nodes[placeholders[spec.target]], values[i]
         if value.target in _IN_PLACE and value.args[0] is state and list(state.users) == [value]:
             value.target = _IN_PLACE[value.target]  # same arguments; returns the state itself
-            how[spec.target] = "in place"
+            how[spec.target] = IN_PLACE
+            continue
+        out = _out_overload(value, state, order) if value not in returned else None
+        if out is not None:
+            value.target, value.kwargs = out, {**value.kwargs, "out": state}  # returns the state itself
+            how[spec.target] = IN_PLACE
             continue
         with graph.inserting_before(output):
             values[i] = graph.call_function(aten.copy_.default, (state, value))
             values[i].meta["val"] = value.meta.get("val")
-        how[spec.target] = "copied back"
+        how[spec.target] = COPIED_BACK
     output.args = (tuple(values),)
     graph.lint()
     program.graph_module.recompile()
     return how
+
+
+def _out_overload(value: torch.fx.Node, state: torch.fx.Node, order: dict) -> torch._ops.OpOverload | None:
+    """The ``out=`` overload of the operator computing ``value``, when it can compute into the state: ``value`` has
+    the state's shape and dtype, and the graph reads the state (and any view of it) only before ``value``, never in
+    ``value``'s own arguments (an operator writing its output while reading an overlapping input is undefined)."""
+    target = value.target if value.op == "call_function" else None
+    computed, held = value.meta.get("val"), state.meta.get("val")
+    if not isinstance(target, torch._ops.OpOverload) or not isinstance(computed, torch.Tensor):
+        return None
+    if not isinstance(held, torch.Tensor) or computed.shape != held.shape or computed.dtype != held.dtype:
+        return None
+    if _returns_alias(target):  # a view: the state would alias another value, not hold its own copy
+        return None
+    readers = _readers(state)
+    if value in readers or any(order[r] > order[value] for r in readers):
+        return None
+    return _out_variant(target)
+
+
+def _returns_alias(target: torch._ops.OpOverload) -> bool:
+    return any(r.alias_info is not None for r in target._schema.returns)
+
+
+def _readers(state: torch.fx.Node) -> set[torch.fx.Node]:
+    """Every node reading ``state`` or a view of it (through the operators that return an alias of an input)."""
+    readers, views = set(), [state]
+    while views:
+        for user in views.pop().users:
+            readers.add(user)
+            if isinstance(user.target, torch._ops.OpOverload) and _returns_alias(user.target):
+                views.append(user)
+    return readers
+
+
+def _out_variant(target: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The overload of ``target``'s operator with the same arguments and a trailing keyword-only ``out`` it writes
+    (``aten.sum.dim_IntList`` -> ``aten.sum.IntList_out``), or None."""
+    schema = target._schema
+    if len(schema.returns) != 1:
+        return None
+    arguments = [(a.name, str(a.type)) for a in schema.arguments]
+    for name in target.overloadpacket.overloads():
+        candidate = getattr(target.overloadpacket, name)
+        args = candidate._schema.arguments
+        if (
+            args
+            and args[-1].name == "out"
+            and args[-1].kwarg_only
+            and args[-1].alias_info is not None
+            and args[-1].alias_info.is_write
+            and [(a.name, str(a.type)) for a in args[:-1]] == arguments
+        ):
+            return candidate
+    return None

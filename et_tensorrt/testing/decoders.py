@@ -45,6 +45,7 @@ class Decoder:
     # another export of the same model: (example tokens of one call, whether their number is dynamic) -> its
     # program (prefill_decode's methods)
     export: Callable[[list[int], bool], torch.export.ExportedProgram] | None = None
+    states: tuple[str, ...] = ()  # the buffers that hold its state, where the maker names them
 
 
 def prefill_decode(decoder: Decoder, prompt: int = 4) -> dict[str, torch.export.ExportedProgram]:
@@ -120,6 +121,12 @@ def executorch_llama(
     )
 
 
+def hf_inputs(tokens, start):
+    """The inputs of transformers' static-cache exports (and ours): ``input_ids`` and their ``cache_position``."""
+    ids = torch.tensor([tokens], dtype=torch.long)
+    return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
+
+
 def hf_llama(layers: int = 2) -> Decoder:
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -144,12 +151,8 @@ def hf_llama(layers: int = 2) -> Decoder:
     program = export([1], False)
     reference = copy.deepcopy(exporter.module)
 
-    def inputs(tokens, start):
-        ids = torch.tensor([tokens], dtype=torch.long)
-        return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
-
     cache = sum(b.numel() * b.element_size() for n, b in exporter.exportable.named_buffers() if "_cache_" in n)
-    return Decoder("HF transformers Llama (static cache)", program, reference, inputs, False, cache, export)
+    return Decoder("HF transformers Llama (static cache)", program, reference, hf_inputs, False, cache, export)
 
 
 def hf_causal_lm(model, max_seq_len: int = MAX_CONTEXT) -> tuple[Decoder, object]:
@@ -163,13 +166,74 @@ def hf_causal_lm(model, max_seq_len: int = MAX_CONTEXT) -> tuple[Decoder, object
     lm = export_causal_lm(model, methods="prefill_decode", max_seq_len=max_seq_len)
     exportable = TorchExportableModuleForDecoderOnlyLM(model)  # the generation config export_causal_lm set
 
-    def inputs(tokens, start):
-        ids = torch.tensor([tokens], dtype=torch.long)
-        return (), {"input_ids": ids, "cache_position": torch.arange(start, start + len(tokens), dtype=torch.long)}
-
     cache = sum(b.numel() * b.element_size() for n, b in exportable.named_buffers() if "_cache_" in n)
     name = f"HF transformers {type(model).__name__}"
-    return Decoder(name, lm.programs["prefill"], exportable.model, inputs, True, cache), lm
+    return Decoder(name, lm.programs["prefill"], exportable.model, hf_inputs, True, cache), lm
+
+
+def _recurrent_config(family: str, vocab: int = VOCAB):
+    """Tiny configs (2 layers, hidden 32, small states) of HF's recurrent-state families."""
+    import transformers as t
+
+    common = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 2, "bos_token_id": 0, "eos_token_id": 1}
+    attention = {"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 2 * MAX_CONTEXT}
+    mamba2 = {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_n_groups": 1, "mamba_chunk_size": 8}
+    if family == "mamba":
+        return t.MambaConfig(**common, state_size=8, intermediate_size=64, conv_kernel=4, time_step_rank=4)
+    if family == "mamba2":
+        return t.Mamba2Config(**common, num_heads=4, head_dim=16, state_size=8, n_groups=1, chunk_size=8)
+    if family == "bamba":  # Mamba2 layer, then attention
+        return t.BambaConfig(**common, **attention, **mamba2, intermediate_size=64, attn_layer_indices=[1])
+    if family == "falcon_h1":  # attention and Mamba2 side by side in every layer
+        return t.FalconH1Config(**common, **attention, **mamba2, intermediate_size=64, head_dim=8, mamba_d_ssm=64)
+    if family == "lfm2":  # short convolution, then attention
+        return t.Lfm2Config(
+            **common, **attention, intermediate_size=64, conv_L_cache=3, layer_types=["conv", "full_attention"]
+        )
+    raise ValueError(f"no recurrent family {family!r}: mamba, mamba2, bamba, falcon_h1 or lfm2")
+
+
+RECURRENT_FAMILIES = ("mamba", "mamba2", "bamba", "falcon_h1", "lfm2")
+
+
+class _HFEager(torch.nn.Module):
+    """A HF causal LM decoding with its own ``DynamicCache`` and code paths (nothing of et_tensorrt's), started over at
+    position 0: the reference a recurrent export is compared with."""
+
+    def __init__(self, model):
+        super().__init__()
+        import inspect
+
+        self.model, self.cache = model, None
+        self._positions = "position_ids" in inspect.signature(model.forward).parameters
+
+    def forward(self, input_ids, cache_position):
+        from transformers import DynamicCache
+
+        if int(cache_position[0]) == 0:
+            self.cache = DynamicCache(config=self.model.config)
+        extra = {"position_ids": cache_position.unsqueeze(0)} if self._positions else {}
+        return self.model(input_ids=input_ids, cache=self.cache, use_cache=True, **extra).logits
+
+
+def hf_recurrent(family: str = "mamba", vocab: int = VOCAB) -> Decoder:
+    """A HF model whose state is conv / SSM states (``family``: one of RECURRENT_FAMILIES, hybrids with attention
+    included), exported by et_tensorrt.llm.recurrent; eager is HF's own model with its ``DynamicCache``."""
+    from transformers import AutoModelForCausalLM
+
+    from et_tensorrt.llm.recurrent import RecurrentStateExport
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(_recurrent_config(family, vocab)).eval().requires_grad_(False)
+    exporter = RecurrentStateExport(model, MAX_CONTEXT)
+
+    def export(tokens, dynamic_length):  # from position 0
+        return exporter(len(tokens), dynamic_length)
+
+    program = export([1, 2], True)
+    name = f"HF {type(model).__name__} (conv / SSM states)"
+    states = tuple(exporter.module.states)
+    return Decoder(name, program, _HFEager(model), hf_inputs, True, exporter.module.state_bytes(), export, states)
 
 
 @dataclass

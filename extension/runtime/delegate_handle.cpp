@@ -76,15 +76,15 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
   if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
-  // The state the executor keeps across calls, and how it updates each (its `state_updates`: name -> "in place"
-  // or "copied back"); a copied-back state costs its size on the execution device per call.
+  // The state the executor keeps across calls, and how it updates each (its `state_updates`: name -> "in place",
+  // "double-buffered" or "copied back"); a copied-back state costs its size on the execution device per call.
   const py::dict updates =
       py::hasattr(executor_, "state_updates") ? executor_.attr("state_updates").cast<py::dict>() : py::dict();
   for (const StateEntry& e : blob_.states) {
-    const bool in_place =
-        !updates.contains(e.name.c_str()) || updates[e.name.c_str()].cast<std::string>() == "in place";
-    states_.push_back(
-        {e.name, execution_device_, in_place, in_place ? 0 : static_cast<size_t>(e.nbytes), e.dtype, e.methods});
+    const std::string update =
+        updates.contains(e.name.c_str()) ? updates[e.name.c_str()].cast<std::string>() : std::string("in place");
+    const size_t bytes = update == "copied back" ? static_cast<size_t>(e.nbytes) : 0;
+    states_.push_back({e.name, execution_device_, update, bytes, e.dtype, e.methods});
   }
   // The PyTorch executor's C++ graph interpreter, when it has one: then calls need neither Python nor the GIL.
   if (py::hasattr(executor_, "native") && !executor_.attr("native").is_none()) {

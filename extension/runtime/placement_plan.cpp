@@ -268,7 +268,7 @@ std::string PlacementPlan::repr() const {
   }
   for (const StatePlacement& s : states) {
     out << "\n  state " << s.name << ": owned on " << device_str(s.device) << ", "
-        << (s.in_place ? "updated in place" : "copied back on the device") << ", " << s.bytes << " B";
+        << (s.update == "copied back" ? "copied back on the device" : "updated " + s.update) << ", " << s.bytes << " B";
     if (!s.methods.empty()) {
       out << ", shared by";
       for (size_t m = 0; m < s.methods.size(); ++m) out << (m ? ", " : " ") << s.methods[m];

@@ -70,7 +70,9 @@ struct TensorPlacement {
 struct StatePlacement {
   std::string name;
   EtDevice device{EtDeviceType::CPU, 0};
-  bool in_place = true;
+  // What a call does to it, in the executor's words (its state_updates): "in place", "double-buffered" (the
+  // engine writes the other of two buffers, which then is the state) or "copied back" (bytes: its size per call).
+  std::string update = "in place";
   size_t bytes = 0;
   EtScalarType dtype = EtScalarType::Float;  // as stored (blob STATE): the engine's precision for a float state
   std::vector<std::string> methods;          // the program's methods that bind this same buffer; empty: this one only

@@ -21,6 +21,13 @@ def test_stateful_decode_recipe_generates_through_runner_and_textllmrunner(tmp_p
     assert result.stdout.startswith("the cat") and " generated in " in result.stdout
 
 
+def test_recurrent_state_recipe_generates_the_same_text_through_runner_and_textllmrunner(tmp_path):
+    proc = run_python(python_code(STATEFUL, "## Recurrent state: Mamba, hybrids, short convolutions"), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert printed(proc.stdout, "Runner: ") == printed(proc.stdout, "TextLLMRunner: ")
+    assert "in place" in proc.stdout and "conv_state_0_0" in proc.stdout
+
+
 def test_quantization_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_file(tmp_path):
     """The int4 ``weights="both"`` file runs here (the CPU fallback computes the quantized model); the engine-only file
     for the GPU is the smaller."""

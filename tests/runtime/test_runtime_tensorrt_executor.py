@@ -134,16 +134,33 @@ def test_an_in_place_state_is_one_buffer_bound_to_its_input_and_aliased_output(m
     bound = {(c[1], c[2]) for c in context.calls if c[0] == "address"}
     assert ("k", cache.data_ptr()) in bound and ("k_out", cache.data_ptr()) in bound
     assert executor.state["k_cache"] is cache  # kept across calls: allocated once
-    assert executor.state_updates == {"k_cache": "in place", "count": "copied back"}
+    assert executor.state_updates == {"k_cache": "in place", "count": "double-buffered"}
     assert ("shape", "k", (1, 1, 8, 2)) in context.calls
 
 
-def test_a_write_back_state_is_copied_from_its_output_after_the_call(monkeypatch):
+def _addresses(context, name):
+    return [c[2] for c in context.calls if c[:2] == ("address", name)]
+
+
+def test_a_write_back_state_is_double_buffered_nothing_copied(monkeypatch):
     executor, context = _stateful(monkeypatch)
+    first = executor.state["count"]
+    executor.run([torch.randn(2, 8)], [None])
+    second = executor.state["count"]  # the buffer the engine wrote: the state now
+    assert second is not first and _addresses(context, "n_out") == [second.data_ptr()]
+    executor.run([torch.randn(2, 8)], [None])
+    assert executor.state["count"] is first  # the two trade places every call
+    assert _addresses(context, "n") == [first.data_ptr(), second.data_ptr()]
+    assert _addresses(context, "n_out") == [second.data_ptr(), first.data_ptr()]
+
+
+def test_a_pinned_state_is_copied_from_its_output_after_the_call(monkeypatch):
+    executor, context = _stateful(monkeypatch)
+    executor.pin_states()  # what a CUDA graph does: its replays read and write the captured addresses
+    assert executor.state_updates == {"k_cache": "in place", "count": "copied back"}
     counter = executor.state["count"]
     executor.run([torch.randn(2, 8)], [None])
-    out_address = [c[2] for c in context.calls if c[:2] == ("address", "n_out")][0]
-    assert out_address != counter.data_ptr()
+    assert _addresses(context, "n_out")[0] != counter.data_ptr()
     buffer = executor._states[1]._buffer
     buffer.fill_(7)  # what the (fake) engine would have written: the call copies it into the state after running
     executor.run([torch.randn(2, 8)], [None])
