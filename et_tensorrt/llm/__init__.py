@@ -4,7 +4,8 @@ and runtime, and the drivers that generate with them.
 
 * ``constants``: the constant methods ExecuTorch's LLM runners read (:func:`llm_methods`);
 * ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
-* ``seq2seq``: encoder–decoders (:func:`export_encoder_decoder`);
+* ``seq2seq``: encoder–decoders, text and speech (:func:`export_encoder_decoder`); ``speech``: their constant methods
+  and feature extractors; ``audio``: WAV files; ``transcribe``: their driver (:class:`Transcriber`);
 * ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
@@ -26,10 +27,12 @@ _HOME = {
     "ExportedLM": "causal",
     "export_causal_lm": "causal",
     "export_prefill_decode": "causal",
+    "ExportedSeq2Seq": "seq2seq",
     "export_encoder_decoder": "seq2seq",
     "ExportedMultimodal": "multimodal",
     "export_multimodal": "multimodal",
     "MultimodalGenerator": "multimodal_generation",
+    "Transcriber": "transcribe",
     "Generation": "generation",
     "MethodsDriver": "generation",
     "TextGenerator": "generation",
@@ -39,10 +42,12 @@ __all__ = [
     "REQUIRED_METHODS",
     "ExportedLM",
     "ExportedMultimodal",
+    "ExportedSeq2Seq",
     "Generation",
     "MethodsDriver",
     "MultimodalGenerator",
     "TextGenerator",
+    "Transcriber",
     "export_causal_lm",
     "export_encoder_decoder",
     "export_multimodal",
@@ -58,7 +63,8 @@ if TYPE_CHECKING:
     from .generation import Generation, MethodsDriver, TextGenerator
     from .multimodal import ExportedMultimodal, export_multimodal
     from .multimodal_generation import MultimodalGenerator
-    from .seq2seq import export_encoder_decoder
+    from .seq2seq import ExportedSeq2Seq, export_encoder_decoder
+    from .transcribe import Transcriber
 
 
 def __getattr__(name: str):

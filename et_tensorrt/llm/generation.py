@@ -151,7 +151,8 @@ class _Streamed:
 class TextGenerator:
     """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece); a
     program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`) is driven by :class:`MethodsDriver`
-    instead, as TextLLMRunner calls ``forward`` only."""
+    instead, as TextLLMRunner calls ``forward`` only, and one of ``encoder`` and ``decoder`` methods
+    (:func:`export_encoder_decoder`) by :class:`Transcriber`."""
 
     def __new__(cls, model, tokenizer, data_path=None):
         if cls is TextGenerator and os.path.isfile(model):
@@ -159,6 +160,10 @@ class TextGenerator:
                 names = _method_names(f.read())
             if {"prefill", "decode"} <= names and "forward" not in names:
                 return MethodsDriver(model, tokenizer, data_path)
+            if {"encoder", "decoder"} <= names:  # export_encoder_decoder's: text or speech (generate(audio=...))
+                from .transcribe import Transcriber
+
+                return Transcriber(model, tokenizer, data_path)
         return super().__new__(cls)
 
     def __init__(
