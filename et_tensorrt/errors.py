@@ -63,11 +63,6 @@ class RunnerError(RuntimeError):
     """ExecuTorch could not load or run a program; the message carries the delegate's own error."""
 
 
-class AudioError(ValueError):
-    """An audio file a speech model cannot take (not a WAV, stereo, another sampling rate, too long); the message says
-    what to change."""
-
-
 class OptionError(ValueError):
     """An option's value is not valid (``lower(precision="fp8")``); raised before any work is done."""
 

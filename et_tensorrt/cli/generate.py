@@ -99,13 +99,13 @@ def cmd_generate(args) -> int:
     data = data_file(args.pte, args.data)
     load_torch(args.debug)
     from ..errors import InputShapeError, OptionError, RunnerError
-    from ..llm import MultimodalGenerator, TextGenerator
+    from ..llm import MultimodalGenerator, TextGenerator, Transcriber
 
     notice(f"loading {args.pte} ({kind}) ...")
     limit = args.max_new_tokens or (None if kind == "Transcriber" and media else 16)
     try:
         with quiet_native_stderr(args.debug):  # ExecuTorch's load-time log lines (its errors arrive as exceptions)
-            make = MultimodalGenerator if kind == "MultimodalRunner" else TextGenerator
+            make = {"MultimodalRunner": MultimodalGenerator, "Transcriber": Transcriber}.get(kind, TextGenerator)
             generator = make(args.pte, args.tokenizer, data_path=data)
         if kind != "Transcriber":
             print(args.prompt, end="", flush=True)

@@ -5,7 +5,7 @@ and runtime, and the drivers that generate with them.
 * ``constants``: the constant methods ExecuTorch's LLM runners read (:func:`llm_methods`);
 * ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
 * ``seq2seq``: encoder–decoders, text and speech (:func:`export_encoder_decoder`); ``speech``: their constant methods
-  and feature extractors; ``audio``: WAV files; ``transcribe``: their driver (:class:`Transcriber`);
+  and feature extractors; ``transcribe``: their driver (:class:`Transcriber`);
 * ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:

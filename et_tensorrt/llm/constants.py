@@ -17,6 +17,17 @@ REQUIRED_METHODS = (
     "enable_dynamic_shape",
 )
 
+# MultimodalRunner's method names (extension/llm/runner/constants.h)
+VISION_ENCODER = "vision_encoder"
+AUDIO_ENCODER = "audio_encoder"
+TOKEN_EMBEDDING = "token_embedding"
+TEXT_DECODER = "text_decoder"
+ENCODERS = (VISION_ENCODER, AUDIO_ENCODER)
+# ours: the transformers processor an image or audio goes through before its encoder (media.processor_to_json), the
+# same key the encoder–decoder programs use for their feature extractor (speech.py)
+IMAGE_PROCESSOR = "get_image_processor"
+FEATURE_EXTRACTOR = "get_feature_extractor"
+
 
 def _method_names(pte: bytes) -> set[str]:
     """Read from the flatbuffer alone (no ExecuTorch, no torch): the command line refuses a file at once."""

@@ -25,18 +25,16 @@ from typing import Any
 import torch
 
 from ..errors import OptionError
-from .constants import llm_methods
-
-# MultimodalRunner's method names (extension/llm/runner/constants.h)
-VISION_ENCODER = "vision_encoder"
-AUDIO_ENCODER = "audio_encoder"
-TOKEN_EMBEDDING = "token_embedding"
-TEXT_DECODER = "text_decoder"
-ENCODERS = (VISION_ENCODER, AUDIO_ENCODER)
-# ours: the transformers processor an image or audio goes through before its encoder (to_dict() as JSON), the same
-# key the encoder–decoder programs use for their feature extractor
-IMAGE_PROCESSOR = "get_image_processor"
-FEATURE_EXTRACTOR = "get_feature_extractor"
+from .constants import (  # noqa: F401  the method names, here where they were first (torch-free in constants)
+    AUDIO_ENCODER,
+    ENCODERS,
+    FEATURE_EXTRACTOR,
+    IMAGE_PROCESSOR,
+    TEXT_DECODER,
+    TOKEN_EMBEDDING,
+    VISION_ENCODER,
+    llm_methods,
+)
 
 _SPLIT_IMAGES = ("smolvlm", "idefics3")  # image features through vision_model + connector (see _VisionEncoder)
 
@@ -254,15 +252,10 @@ def default_processor(model):
     config = model.config
     kind = config.model_type
     if hasattr(model, "get_audio_features"):
-        from transformers import WhisperFeatureExtractor
+        from .media import whisper_feature_extractor
 
-        audio = config.audio_config
-        extractor = WhisperFeatureExtractor(feature_size=audio.num_mel_bins)
-        # its window: the frames the encoder takes (a 30 s chunk for Voxtral's 1,500 positions)
-        extractor.nb_max_frames = 2 * audio.max_source_positions
-        extractor.n_samples = extractor.nb_max_frames * extractor.hop_length
-        extractor.chunk_length = extractor.n_samples / extractor.sampling_rate
-        return extractor
+        audio = config.audio_config  # its window: the frames the encoder takes (30 s for Voxtral's 1,500 positions)
+        return whisper_feature_extractor(audio.num_mel_bins, 2 * audio.max_source_positions)
     size = config.vision_config.image_size
     if kind == "llava":
         from transformers import CLIPImageProcessor

@@ -15,9 +15,16 @@ from __future__ import annotations
 import os
 
 from ..errors import RunnerError
-from .constants import REQUIRED_METHODS
+from .constants import (
+    AUDIO_ENCODER,
+    FEATURE_EXTRACTOR,
+    IMAGE_PROCESSOR,
+    REQUIRED_METHODS,
+    TEXT_DECODER,
+    TOKEN_EMBEDDING,
+    VISION_ENCODER,
+)
 from .generation import Generation, _Captured, _check_files, _constants, _native_generate, _reasons
-from .multimodal import AUDIO_ENCODER, FEATURE_EXTRACTOR, IMAGE_PROCESSOR, TEXT_DECODER, TOKEN_EMBEDDING, VISION_ENCODER
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}
 _PROCESSORS = {VISION_ENCODER: IMAGE_PROCESSOR, AUDIO_ENCODER: FEATURE_EXTRACTOR}

@@ -4,10 +4,10 @@ feature extractor its audio goes through (transformers' own, built from the mode
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from ..errors import OptionError
+from . import constants
 
 # The constant methods of an encoder–decoder program, one source of truth for the exporter and the driver.
 MAX_SEQ_LEN = "get_max_seq_len"  # the decoder's positions (its self-attention cache), as llm_methods
@@ -21,7 +21,7 @@ FIXED_INPUT_LEN = "get_fixed_input_len"  # whether it takes exactly that length 
 SAMPLING_RATE = "get_sampling_rate"
 MAX_AUDIO_SAMPLES = "get_max_audio_samples"  # the longest audio the encoder takes, in samples
 MIN_AUDIO_SAMPLES = "get_min_audio_samples"  # the shortest
-FEATURE_EXTRACTOR = "get_feature_extractor"  # its transformers feature extractor's config, JSON
+FEATURE_EXTRACTOR = constants.FEATURE_EXTRACTOR  # its transformers feature extractor (media.processor_to_json)
 SEQ2SEQ_METHODS = (MAX_SEQ_LEN, VOCAB_SIZE, EOS_IDS, DECODER_PROMPT, ENCODER_INPUT, MAX_INPUT_LEN, FIXED_INPUT_LEN)
 SPEECH_METHODS = (SAMPLING_RATE, MAX_AUDIO_SAMPLES, MIN_AUDIO_SAMPLES, FEATURE_EXTRACTOR)
 
@@ -34,9 +34,9 @@ def feature_extractor_of(model):
     config = model.config
     kind = getattr(config, "model_type", "")
     if kind == "whisper":
-        from transformers import WhisperFeatureExtractor
+        from .media import whisper_feature_extractor
 
-        return WhisperFeatureExtractor(feature_size=config.num_mel_bins, hop_length=_HOP, n_fft=_WINDOW)
+        return whisper_feature_extractor(config.num_mel_bins, 2 * config.max_source_positions)
     if kind == "speech_to_text":
         from transformers import Speech2TextFeatureExtractor
 
@@ -116,5 +116,7 @@ def seq2seq_methods(
     methods[SAMPLING_RATE] = int(extractor.sampling_rate)
     methods[MAX_AUDIO_SAMPLES] = audio_samples(extractor, spec, spec.max_length)
     methods[MIN_AUDIO_SAMPLES] = 1 if spec.length_dim is None else audio_samples(extractor, spec, spec.min_length)
-    methods[FEATURE_EXTRACTOR] = json.dumps(extractor.to_dict(), sort_keys=True)
+    from .media import processor_to_json
+
+    methods[FEATURE_EXTRACTOR] = processor_to_json(extractor)
     return methods

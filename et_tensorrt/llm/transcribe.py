@@ -12,13 +12,12 @@ cache staying in the delegate.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
-from ..errors import AudioError, RunnerError
+from ..errors import InputShapeError, RunnerError
 from . import speech
-from .generation import Generation, _check_files, _constants
+from .generation import Generation, _check_files, _constants, next_token
 
 
 class _Text:
@@ -42,6 +41,21 @@ class _Text:
 
     def text(self) -> str:
         return self._tokenizer.decode(self._ids, skip_special_tokens=True)
+
+
+def _check_length(samples: int, rate: int, shortest: int, longest: int, what: str) -> None:
+    if samples > longest:
+        seconds = longest / rate
+        raise InputShapeError(
+            f"{what} is {samples / rate:.2f} s long ({samples} samples); the encoder takes at most {seconds:.2f} s "
+            f"({longest} samples at {rate} Hz): cut it into pieces of at most that (sox in.wav part.wav trim 0 "
+            f"{seconds:g} : newfile : restart)"
+        )
+    if samples < shortest:
+        raise InputShapeError(
+            f"{what} is {samples} samples long; the encoder takes at least {shortest} ({shortest / rate:.3f} s at "
+            f"{rate} Hz): pad it with silence"
+        )
 
 
 class Transcriber:
@@ -84,41 +98,30 @@ class Transcriber:
         import numpy as np
         import torch
 
-        from .audio import check_length, load_audio
+        from .media import mono_wav
 
         if not self.speech:
             raise RunnerError("this program's encoder takes text, not audio: generate(prompt) instead")
         c = self.constants
-        rate, longest = self.sampling_rate, int(c[speech.MAX_AUDIO_SAMPLES])
+        rate = self.sampling_rate
         if isinstance(audio, (str, os.PathLike)):
-            samples = load_audio(audio, rate, longest)
+            samples, what = mono_wav(audio, rate), os.fspath(audio)
         else:
             samples = np.asarray(audio.numpy() if isinstance(audio, torch.Tensor) else audio, dtype=np.float32)
-            if samples.ndim != 1:
-                raise AudioError(f"the audio has shape {samples.shape}: give mono samples, one dimension")
-            samples = check_length(samples, rate, longest)
-        shortest = int(c[speech.MIN_AUDIO_SAMPLES])
-        if samples.size < shortest:
-            raise AudioError(
-                f"the audio is {samples.size} samples long; the encoder takes at least {shortest} "
-                f"({shortest / rate:.3f} s at {rate} Hz)"
-            )
+            if samples.ndim != 1 or samples.size == 0:
+                raise InputShapeError(f"the audio has shape {samples.shape}: give mono samples, one dimension")
+            what = "the audio"
+        longest = int(c[speech.MAX_AUDIO_SAMPLES])
+        _check_length(samples.size, rate, int(c[speech.MIN_AUDIO_SAMPLES]), longest, what)
         padding = {"padding": "max_length", "max_length": longest} if c[speech.FIXED_INPUT_LEN] else {}
         values = self._feature_extractor()(samples, sampling_rate=rate, return_tensors="pt", **padding)
         return values[c[speech.ENCODER_INPUT]].to(torch.float32).contiguous()
 
     def _feature_extractor(self):
         if self._extractor is None:
-            import transformers
+            from .media import processor_from_json
 
-            config = json.loads(self.constants[speech.FEATURE_EXTRACTOR])
-            kind = getattr(transformers, config.get("feature_extractor_type", ""), None)
-            if kind is None:
-                raise RunnerError(
-                    f"the program's feature extractor {config.get('feature_extractor_type')!r} is not one of the "
-                    f"installed transformers {transformers.__version__}"
-                )
-            self._extractor = kind.from_dict(config)
+            self._extractor = processor_from_json(self.constants[speech.FEATURE_EXTRACTOR])
         return self._extractor
 
     def transcribe(self, audio, max_new_tokens: int | None = None, temperature: float = 0.0, on_token=None):
@@ -129,7 +132,8 @@ class Transcriber:
     def generate(
         self, prompt: str = "", max_new_tokens: int | None = None, temperature: float = 0.0, on_token=None, audio=None
     ) -> Generation:
-        """:class:`TextGenerator`'s call: the text for ``prompt`` (a text encoder's input) or for ``audio``."""
+        """The drivers' common call (:class:`TextGenerator`'s): the text for ``prompt`` (a text encoder's input) or
+        for ``audio``."""
         import torch
 
         if self.speech or audio is not None:
@@ -147,7 +151,6 @@ class Transcriber:
     def decode(self, encoder_input, max_new_tokens: int | None = None, temperature: float = 0.0, on_token=None):
         """Runs the encoder on ``encoder_input`` once, then the decoder from the program's decoder prompt, one token
         a call, to an end token, ``max_new_tokens`` or the decoder's last position."""
-        import torch
 
         c = self.constants
         prompt, eos = [int(t) for t in c[speech.DECODER_PROMPT]], {int(t) for t in c[speech.EOS_IDS]}
@@ -161,11 +164,7 @@ class Transcriber:
             logits = self._step(token, position, hidden, cross)
         position = len(prompt)
         while generated < limit:
-            last = logits.reshape(-1, logits.shape[-1])[-1].float()
-            if temperature > 0:
-                token = int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
-            else:
-                token = int(last.argmax())
+            token = next_token(logits, temperature)
             generated += 1
             tokens.append(token)
             if token in eos:
@@ -193,4 +192,4 @@ class Transcriber:
         return self._runner.run(args, method="decoder")[0]
 
     def reset(self) -> None:
-        """Nothing carries over between inputs (each starts at position 0): kept for TextGenerator's interface."""
+        """Nothing carries over between inputs (each starts at position 0): the drivers' common interface."""

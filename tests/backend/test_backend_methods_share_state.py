@@ -220,10 +220,10 @@ def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input
     """et_tensorrt.llm.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
     the decoder reads them instead of projecting the hidden states at every token (two projections fewer per layer),
     and decodes like HF's own export; they are shared into the decoder's delegate, not copied. The program carries
-    its constant methods: TextGenerator (its Transcriber) writes the same tokens from a prompt."""
+    its constant methods: Transcriber writes the same tokens from a prompt."""
     import torch
 
-    from et_tensorrt.llm import TextGenerator, export_encoder_decoder
+    from et_tensorrt.llm import Transcriber, export_encoder_decoder
 
     seq2seq = decoders.t5_seq2seq()
     methods = export_encoder_decoder(seq2seq.model, max_cache_len=decoders.MAX_CONTEXT, max_input_len=16)
@@ -246,7 +246,7 @@ def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input
         token = int(expected[0, -1].argmax())
         tokens.append(token)
     assert max(errors) <= TOLERANCE, errors
-    generator = TextGenerator(pte, _word_tokenizer(tmp_path / "tokenizer.json"))
+    generator = Transcriber(pte, _word_tokenizer(tmp_path / "tokenizer.json"))
     generator.generate("w5 w9 w3 w7 w2 w4", max_new_tokens=12)
     eos = seq2seq.model.config.eos_token_id
     assert generator.last_tokens == (tokens[: tokens.index(eos) + 1] if eos in tokens else tokens)

@@ -45,7 +45,7 @@ def test_the_recipe_transcribes_through_transcriber_and_the_command(run_cli, rec
 @pytest.mark.parametrize(
     "audio, message",
     [
-        (dict(channels=2), r"has 2 channels; the model takes mono audio: mix it down to one channel"),
+        (dict(channels=2), r"has 2 channels: the model takes mono audio at 16000 Hz; mix it down"),
         (None, r"this is a speech program: give it audio .*--audio FILE\.wav"),
     ],
     ids=["stereo", "no-audio"],  # every refusal's message: tests/models/test_speech_seq2seq.py
