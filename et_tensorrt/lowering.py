@@ -70,8 +70,9 @@ def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **option
     ``strict_quantization``: refuse activation quantization TensorRT cannot express, see docs/quantization.md),
     given one by one or as ``build_options`` (keywords override its fields). ``constant_methods``: methods that
     return a constant (ExecuTorch's; an LLM runner reads its ``get_max_seq_len``, ``use_kv_cache``, ... there,
-    see :func:`et_tensorrt.llm.llm_methods`). ``progress``: True shows each partition's stages as they run (a
-    bar on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record
+    see :func:`et_tensorrt.llm.llm_methods`; default: the ``constant_methods`` the methods carry, as
+    :func:`et_tensorrt.llm.export_encoder_decoder`'s do). ``progress``: True shows each partition's stages as they
+    run (a bar on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record
     them. Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
     The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
     piece by piece instead.
@@ -100,6 +101,8 @@ def lower_program(
     from . import progress as steps
 
     methods = isinstance(model, Mapping)
+    if constant_methods is None:  # an exporter's methods that carry their own (llm.export_encoder_decoder's)
+        constant_methods = getattr(model, "constant_methods", None)
     graphed = _graphed_methods(options, model if methods else {"": None})  # "": the one method, forward
     partitioner_options, build = _split_options(options, build_options)
     if methods:

@@ -1,8 +1,9 @@
 """``generate``: text from a prompt, printed as it is generated (et_tensorrt.llm). A program of one ``forward``
 method is run by ExecuTorch's C++ TextLLMRunner, one of ``prefill`` and ``decode`` methods by
 et_tensorrt.llm.MethodsDriver, a multimodal one (``token_embedding``, ``text_decoder``, an encoder: ``--image`` or
-``--audio``) by ExecuTorch's C++ MultimodalRunner. A file that is none of these is refused from its flatbuffer's
-method names, before torch or ExecuTorch load (seconds)."""
+``--audio``) by ExecuTorch's C++ MultimodalRunner, one of ``encoder`` and ``decoder`` methods (a transcript of
+``--audio``, or a text encoder-decoder's output) by et_tensorrt.llm.Transcriber. A file that is none of these is
+refused from its flatbuffer's method names, before torch or ExecuTorch load (seconds)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from .progress import notice
 
 
 def _runner_kind(pte: str) -> str:
-    """ "TextLLMRunner", "MethodsDriver" or "MultimodalRunner", from the method names alone; CliError for a program
-    none can run."""
+    """ "TextLLMRunner", "MethodsDriver", "MultimodalRunner" or "Transcriber", from the method names alone; CliError
+    for a program none can run."""
     from .. import inspection
     from ..format.pte_tables import PteTableError, method_names
     from ..llm.constants import is_multimodal, missing_methods
@@ -33,6 +34,16 @@ def _runner_kind(pte: str) -> str:
             raise CliError(f"{pte} lacks the method(s) {', '.join(missing)} MultimodalRunner reads: export it with "
                            "et_tensorrt.llm.export_multimodal")  # fmt: skip
         return "MultimodalRunner"
+    if {"encoder", "decoder"} <= names:
+        from ..llm import speech
+
+        missing = [n for n in speech.SEQ2SEQ_METHODS if n not in names]
+        if missing:
+            raise CliError(
+                f"{pte} is an encoder-decoder program without the constant method(s) {', '.join(missing)}: export "
+                "it with et_tensorrt.llm.export_encoder_decoder and lower what it returns (they come with it)"
+            )
+        return "Transcriber"
     two = {"prefill", "decode"} <= names and "forward" not in names
     missing = missing_methods(flatbuffer, ("prefill", "decode") if two else ("forward",))
     if missing:
@@ -63,28 +74,44 @@ def _bytes_line(steps, counted: str) -> str:
     )
 
 
+_TAKES = {"MultimodalRunner": ("image", "audio"), "Transcriber": ("audio",)}  # the media each driver takes
+_TAKES_WHAT = {
+    "image": "a vision-language program (token_embedding, text_decoder, vision_encoder: export_multimodal)",
+    "audio": "a speech encoder-decoder (export_encoder_decoder) or an audio LLM (export_multimodal)",
+}
+_IS = {
+    "TextLLMRunner": "a text LLM",
+    "MethodsDriver": "a text LLM",
+    "MultimodalRunner": "a multimodal LLM",
+    "Transcriber": "an encoder-decoder",
+}
+
+
 def cmd_generate(args) -> int:
     kind = _runner_kind(args.pte)
-    media = {"image": args.image, "audio": args.audio} if kind == "MultimodalRunner" else {}
-    for flag in ("image", "audio"):
-        if getattr(args, flag) and flag not in media:
-            raise CliError(f"--{flag} takes a multimodal program (token_embedding, text_decoder and an encoder: "
-                           f"et_tensorrt.llm.export_multimodal); {args.pte} is a text LLM ({kind})")  # fmt: skip
+    media = {flag: getattr(args, flag) for flag in ("image", "audio") if getattr(args, flag) is not None}
+    for flag in media:
+        if flag not in _TAKES.get(kind, ()):
+            raise CliError(f"--{flag} takes {_TAKES_WHAT[flag]}; {args.pte} is {_IS[kind]} ({kind})")
+    if args.prompt is None and not (kind == "Transcriber" and media):
+        raise CliError("give --prompt (the text to continue)" + (", or --audio" if kind == "Transcriber" else ""))
     data = data_file(args.pte, args.data)
     load_torch(args.debug)
     from ..errors import InputShapeError, OptionError, RunnerError
-    from ..llm import MultimodalGenerator, TextGenerator
+    from ..llm import MultimodalGenerator, TextGenerator, Transcriber
 
     notice(f"loading {args.pte} ({kind}) ...")
+    limit = args.max_new_tokens or (None if kind == "Transcriber" and media else 16)
     try:
         with quiet_native_stderr(args.debug):  # ExecuTorch's load-time log lines (its errors arrive as exceptions)
-            make = MultimodalGenerator if media else TextGenerator
+            make = {"MultimodalRunner": MultimodalGenerator, "Transcriber": Transcriber}.get(kind, TextGenerator)
             generator = make(args.pte, args.tokenizer, data_path=data)
-        print(args.prompt, end="", flush=True)
-        with backend_log(args.debug):  # MethodsDriver's Runner notes where it runs ("runs with PyTorch on cpu")
+        if kind != "Transcriber":
+            print(args.prompt, end="", flush=True)
+        with backend_log(args.debug):  # the drivers' Runner notes where it runs ("runs with PyTorch on cpu")
             result = generator.generate(
-                args.prompt,
-                max_new_tokens=args.max_new_tokens,
+                args.prompt or "",
+                max_new_tokens=limit,
                 temperature=args.temperature,
                 on_token=_show_pieces(),
                 **media,
@@ -94,9 +121,15 @@ def cmd_generate(args) -> int:
         raise CliError(str(e)) from e
     if args.debug:
         print(generator.log, end="")
-    by = kind if kind != "MethodsDriver" else "et_tensorrt.llm.MethodsDriver (prefill and decode methods)"
+    by = {
+        "TextLLMRunner": "TextLLMRunner",
+        "MultimodalRunner": "MultimodalRunner",
+        "MethodsDriver": "et_tensorrt.llm.MethodsDriver (prefill and decode methods)",
+        "Transcriber": "et_tensorrt.llm.Transcriber (the encoder once, the decoder a token a call)",
+    }[kind]
+    prompt = "decoder prompt" if kind == "Transcriber" else "prompt"
     print(
-        f"\n\n{result.prompt_tokens} prompt token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
+        f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
         f"({result.tokens_per_second:.0f} tokens/s) by {by}; the KV cache stays in the delegate"
     )
     print(_bytes_line(result.step_bytes, result.bytes_counted))

@@ -388,14 +388,17 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("pte", type=_existing_file, help="an LLM .pte lowered with et_tensorrt.llm.llm_methods")
     p.add_argument("--tokenizer", type=_existing_file, required=True, help="its tokenizer (a HF tokenizer.json, ...)")
     p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
-    p.add_argument("--prompt", required=True, help="the text to continue")
-    p.add_argument("--max-new-tokens", type=_at_least_one, default=16, metavar="N", help="(default 16)")
+    p.add_argument("--prompt", help="the text to continue (an encoder-decoder's input); a speech program's is --audio")
+    p.add_argument("--max-new-tokens", type=_at_least_one, metavar="N", help="(default 16; transcribing: to its end)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 picks the likeliest token (default 0)")
     p.add_argument(
         "--image", type=_existing_file, help="an image (PNG, JPEG, ...) for a vision-language program "
         "(export_multimodal), where the prompt says <image> or before it; prepared by the model's image processor"
     )  # fmt: skip
-    p.add_argument("--audio", type=_existing_file, help="a mono wav file at the model's sampling rate")
+    p.add_argument(
+        "--audio", type=_existing_file, metavar="WAV", help="a mono wav file at the model's sampling rate: transcribed "
+        "by a speech encoder-decoder (export_encoder_decoder), or heard by an audio LLM (export_multimodal)"
+    )  # fmt: skip
 
     sub.add_parser("describe", help="print ExecuTorch descriptors of a few example tensors")
 

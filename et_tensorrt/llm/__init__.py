@@ -6,7 +6,8 @@ and runtime, and the drivers that generate with them.
 * ``causal``: decoder-only LMs with a KV cache (:func:`export_causal_lm`, :func:`export_prefill_decode`);
 * ``recurrent``: those whose layers keep conv or SSM states (Mamba, Mamba2, their hybrids, LFM2), which
   ``export_causal_lm`` hands over to (``state_scans``: their recurrences for any number of tokens);
-* ``seq2seq``: encoder–decoders (:func:`export_encoder_decoder`);
+* ``seq2seq``: encoder–decoders, text and speech (:func:`export_encoder_decoder`); ``speech``: their constant methods
+  and feature extractors; ``transcribe``: their driver (:class:`Transcriber`);
 * ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
@@ -28,10 +29,12 @@ _HOME = {
     "ExportedLM": "causal",
     "export_causal_lm": "causal",
     "export_prefill_decode": "causal",
+    "ExportedSeq2Seq": "seq2seq",
     "export_encoder_decoder": "seq2seq",
     "ExportedMultimodal": "multimodal",
     "export_multimodal": "multimodal",
     "MultimodalGenerator": "multimodal_generation",
+    "Transcriber": "transcribe",
     "Generation": "generation",
     "MethodsDriver": "generation",
     "TextGenerator": "generation",
@@ -41,10 +44,12 @@ __all__ = [
     "REQUIRED_METHODS",
     "ExportedLM",
     "ExportedMultimodal",
+    "ExportedSeq2Seq",
     "Generation",
     "MethodsDriver",
     "MultimodalGenerator",
     "TextGenerator",
+    "Transcriber",
     "export_causal_lm",
     "export_encoder_decoder",
     "export_multimodal",
@@ -60,7 +65,8 @@ if TYPE_CHECKING:
     from .generation import Generation, MethodsDriver, TextGenerator
     from .multimodal import ExportedMultimodal, export_multimodal
     from .multimodal_generation import MultimodalGenerator
-    from .seq2seq import export_encoder_decoder
+    from .seq2seq import ExportedSeq2Seq, export_encoder_decoder
+    from .transcribe import Transcriber
 
 
 def __getattr__(name: str):

@@ -22,8 +22,8 @@ VISION_ENCODER = "vision_encoder"
 AUDIO_ENCODER = "audio_encoder"
 TOKEN_EMBEDDING = "token_embedding"
 TEXT_DECODER = "text_decoder"
-# ours: the transformers processor an image or audio goes through before its encoder (to_dict() as JSON), the same
-# key the encoder–decoder programs use for their feature extractor
+# ours: the transformers processor an image or audio goes through before its encoder (media.processor_to_json), the
+# same key the encoder–decoder programs use for their feature extractor (speech.py)
 IMAGE_PROCESSOR = "get_image_processor"
 FEATURE_EXTRACTOR = "get_feature_extractor"
 

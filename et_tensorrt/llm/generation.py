@@ -151,7 +151,7 @@ class _Streamed:
 class TextGenerator:
     """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece); a
     program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`) is driven by :class:`MethodsDriver`
-    instead, as TextLLMRunner calls ``forward`` only."""
+    instead, as TextLLMRunner calls ``forward`` only (an ``encoder``/``decoder`` program: :class:`Transcriber`)."""
 
     def __new__(cls, model, tokenizer, data_path=None):
         if cls is TextGenerator and os.path.isfile(model):
@@ -315,8 +315,6 @@ class MethodsDriver:
         """``on_token``: called with each piece of text (bytes) as it is generated."""
         import time
 
-        import torch
-
         tokens = self._tokenizer.encode(prompt, add_special_tokens=False).ids
         if not tokens:
             raise RunnerError("the prompt encodes to no token")
@@ -329,11 +327,7 @@ class MethodsDriver:
         self._position += len(tokens)
         out, generated, steps = [], 0, []
         while generated < max_new_tokens:
-            last = logits.reshape(-1, logits.shape[-1])[-1].float()
-            if temperature > 0:
-                token = int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
-            else:
-                token = int(last.argmax())
+            token = next_token(logits, temperature)
             generated += 1
             if token in self._eos:
                 break
@@ -352,6 +346,17 @@ class MethodsDriver:
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._position = 0
+
+
+def next_token(logits, temperature: float = 0.0) -> int:
+    """The token after the last position of ``logits``: the likeliest (``temperature`` 0), else drawn from their
+    softmax at ``temperature``."""
+    import torch
+
+    last = logits.reshape(-1, logits.shape[-1])[-1].float()
+    if temperature > 0:
+        return int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
+    return int(last.argmax())
 
 
 def _constants(pte: bytes, *names: str) -> list[list]:

@@ -1,7 +1,7 @@
-"""An image or audio file (or tensor) as the input a multimodal program's encoder takes, prepared by the model's own
-transformers image processor or feature extractor, rebuilt from the config the program carries (nothing
-downloaded). Images are read by Pillow (PNG, JPEG, BMP, GIF, WebP, PPM, ...), wav files by Python's ``wave``
-(16- or 32-bit PCM, mono, the extractor's sampling rate). Every refusal says what to change."""
+"""An image or audio file (or tensor) as the input a multimodal (or speech encoder-decoder) program's encoder takes,
+prepared by the model's own transformers image processor or feature extractor, rebuilt from the config the program
+carries (nothing downloaded). Images are read by Pillow (PNG, JPEG, BMP, GIF, WebP, PPM, ...), wav files by
+Python's ``wave`` (16- or 32-bit PCM, mono, the extractor's sampling rate). Every refusal says what to change."""
 
 from __future__ import annotations
 
@@ -120,6 +120,36 @@ def read_wav(path) -> tuple[np.ndarray, int, int]:
     return (np.frombuffer(data, dtype=dtype).astype(np.float32) - offset) / scale, rate, channels
 
 
+def mono_wav(path, rate: int) -> np.ndarray:
+    """The samples of the wav at ``path``, refused unless it is mono at ``rate`` Hz and holds some."""
+    samples, found, channels = read_wav(path)
+    if channels != 1:
+        raise InputShapeError(
+            f"{os.fspath(path)} has {channels} channels: the model takes mono audio at {rate} Hz; mix it down "
+            f"(sox in.wav -c 1 out.wav)"
+        )
+    if found != rate:
+        raise InputShapeError(
+            f"{os.fspath(path)} is sampled at {found} Hz: the model takes {rate} Hz; resample it "
+            f"(sox in.wav -r {rate} out.wav)"
+        )
+    if samples.size == 0:
+        raise InputShapeError(f"{os.fspath(path)} holds no samples")
+    return samples
+
+
+def whisper_feature_extractor(mel_bins: int, frames: int):
+    """Whisper's log-mel feature extractor (its checkpoints' settings) for an encoder of ``frames`` frames: its
+    window (``n_samples``: 30 s for Whisper's 3,000 frames) what the encoder takes."""
+    from transformers import WhisperFeatureExtractor
+
+    extractor = WhisperFeatureExtractor(feature_size=mel_bins)
+    extractor.nb_max_frames = frames
+    extractor.n_samples = frames * extractor.hop_length
+    extractor.chunk_length = extractor.n_samples / extractor.sampling_rate
+    return extractor
+
+
 def audio_features(audio, extractor, expected: Sequence[int]) -> list[torch.Tensor]:
     """``audio`` (a wav path, or features ``[1, mel bins, frames]``) as the audio encoder's inputs (``expected``),
     one per window of the extractor's length (a longer recording is several windows, in order)."""
@@ -133,20 +163,8 @@ def audio_features(audio, extractor, expected: Sequence[int]) -> list[torch.Tens
                 "of that shape"
             )
         return [values.to(torch.float32).contiguous()]
-    samples, rate, channels = read_wav(audio)
-    wanted = int(extractor.sampling_rate)
-    if channels != 1:
-        raise InputShapeError(
-            f"{os.fspath(audio)} has {channels} channels: the model takes mono audio at {wanted} Hz; mix it down "
-            f"(sox in.wav -c 1 out.wav)"
-        )
-    if rate != wanted:
-        raise InputShapeError(
-            f"{os.fspath(audio)} is sampled at {rate} Hz: the model takes {wanted} Hz; resample it "
-            f"(sox in.wav -r {wanted} out.wav)"
-        )
-    if samples.size == 0:
-        raise InputShapeError(f"{os.fspath(audio)} holds no samples")
+    rate = int(extractor.sampling_rate)
+    samples = mono_wav(audio, rate)
     window = int(extractor.n_samples)
     out = []
     for start in range(0, samples.size, window):

@@ -251,15 +251,10 @@ def default_processor(model):
     config = model.config
     kind = config.model_type
     if hasattr(model, "get_audio_features"):
-        from transformers import WhisperFeatureExtractor
+        from .media import whisper_feature_extractor
 
-        audio = config.audio_config
-        extractor = WhisperFeatureExtractor(feature_size=audio.num_mel_bins)
-        # its window: the frames the encoder takes (a 30 s chunk for Voxtral's 1,500 positions)
-        extractor.nb_max_frames = 2 * audio.max_source_positions
-        extractor.n_samples = extractor.nb_max_frames * extractor.hop_length
-        extractor.chunk_length = extractor.n_samples / extractor.sampling_rate
-        return extractor
+        audio = config.audio_config  # its window: the frames the encoder takes (30 s for Voxtral's 1,500 positions)
+        return whisper_feature_extractor(audio.num_mel_bins, 2 * audio.max_source_positions)
     size = config.vision_config.image_size
     if kind == "llava":
         from transformers import CLIPImageProcessor

@@ -41,6 +41,7 @@ from .supported_ops import (
     packet_name,
     user_spellings,
 )
+from .unused_constants import tag_unused_constants
 from .weight_split import DEFAULT_MAX_PARTITION_WEIGHTS, split_by_weights, weight_bytes
 
 TAG_PREFIX = "et_tensorrt_"
@@ -319,6 +320,8 @@ class TensorRTPartitioner(Partitioner):
             if node.name in tags:
                 node.meta["delegation_tag"] = tags[node.name]
         tag_constant_data(exported_program)
+        if tags:  # left on the host, unread constants can make the .pte unloadable from a file (unused_constants.py)
+            tag_unused_constants(exported_program, min(tags.values(), key=lambda t: int(t[len(TAG_PREFIX) :])))
         if self.own_mutable_buffers:
             report.states = own_mutable_buffers(exported_program)
         specs = self._specs(tags, exported_program)

@@ -132,6 +132,7 @@ _LINEAR_ALGEBRA_AND_NN = (
     "aten.native_layer_norm.default",
     "aten.layer_norm.default",
     "aten._native_batch_norm_legit_no_training.default",
+    "aten.native_group_norm.default",  # ONNX GroupNormalization (Moonshine's first convolution)
     "aten.embedding.default",
     # ONNX Resize: sizes or scales, align_corners or half-pixel coordinates
     "aten.upsample_bilinear2d.vec",
@@ -181,6 +182,7 @@ _SHAPE = _VIEWS + (
     "aten.index.Tensor",
     "aten.index_put.default",
     "aten.flatten.using_ints",
+    "aten.repeat.default",  # ONNX Tile (HF's position ids: arange(...).unsqueeze(0).repeat(batch, 1))
     # ONNX ScatterND over the slice's positions (start/end may be sizes: swin's shifted-window mask)
     "aten.slice_scatter.default",
     # ONNX Pad, constant mode; the pads may be sizes (swin pads each image to whole windows)

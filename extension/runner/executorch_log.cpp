@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 
 #include "quiet_stderr.h"
@@ -12,6 +13,8 @@ namespace et_tensorrt {
 namespace {
 
 thread_local int t_quiet = 0;
+thread_local std::deque<std::string> t_errors;  // the last kHeldErrors error lines while quiet
+constexpr size_t kHeldErrors = 4;
 pal_emit_log_message_method g_previous = nullptr;  // ExecuTorch's log function before ours
 
 bool shown() {
@@ -21,6 +24,10 @@ bool shown() {
 
 void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function, size_t line,
           const char* message, size_t length) {
+  if (t_quiet > 0 && (level == kError || level == kFatal)) {
+    t_errors.emplace_back(message, length);
+    if (t_errors.size() > kHeldErrors) t_errors.pop_front();
+  }
   if (t_quiet > 0 && !shown()) return;
   if (g_previous != nullptr) g_previous(timestamp, level, filename, function, line, message, length);
 }
@@ -42,9 +49,20 @@ void install() {
 
 QuietExecuTorchLog::QuietExecuTorchLog() {
   install();
-  ++t_quiet;
+  if (t_quiet++ == 0) t_errors.clear();
 }
 
-QuietExecuTorchLog::~QuietExecuTorchLog() { --t_quiet; }
+QuietExecuTorchLog::~QuietExecuTorchLog() {
+  if (--t_quiet == 0) t_errors.clear();  // held for the error thrown inside the block only
+}
+
+std::string held_executorch_errors() {
+  std::string out;
+  for (const std::string& line : t_errors) {
+    if (!out.empty()) out += "; ";
+    out += line;
+  }
+  return out;
+}
 
 }  // namespace et_tensorrt

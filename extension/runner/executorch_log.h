@@ -4,13 +4,15 @@
 // thread inside a Runner call is quieted: ExecuTorch's own runtime (executorch.runtime) logs as before.
 #pragma once
 
+#include <string>
+
 namespace et_tensorrt {
 
 constexpr const char* kExecuTorchLogsEnv = "ET_TENSORRT_EXECUTORCH_LOGS";
 
 // While one lives on this thread, ExecuTorch's log lines from this thread are dropped (unless kExecuTorchLogsEnv
-// is 1). It installs the filter in ExecuTorch's platform layer, in front of the log function it has, unless it is
-// there already.
+// is 1); its error lines are kept for the error that follows (held_executorch_errors). It installs the filter in
+// ExecuTorch's platform layer, in front of the log function it has, unless it is there already.
 class QuietExecuTorchLog {
  public:
   QuietExecuTorchLog();
@@ -18,5 +20,9 @@ class QuietExecuTorchLog {
   QuietExecuTorchLog(const QuietExecuTorchLog&) = delete;
   QuietExecuTorchLog& operator=(const QuietExecuTorchLog&) = delete;
 };
+
+// ExecuTorch's last error lines logged on this thread since the outermost QuietExecuTorchLog began ("constant_buffer
+// path is disabled ...; Failed parsing tensor at index 0: 0x23"), joined by "; "; empty when there were none.
+std::string held_executorch_errors();
 
 }  // namespace et_tensorrt

@@ -31,7 +31,12 @@ using executorch::runtime::EValue;
 [[noreturn]] void fail(const std::string& what, Error err) {
   std::string msg = what + " (ExecuTorch error " + std::to_string(static_cast<int>(err)) + ")";
   const std::string delegate = last_delegate_error();
-  if (!delegate.empty()) msg += ": " + delegate;
+  const std::string executorch = held_executorch_errors();  // its reason when no delegate gave one
+  if (!delegate.empty()) {
+    msg += ": " + delegate;
+  } else if (!executorch.empty()) {
+    msg += ": ExecuTorch logged: " + executorch;
+  }
   throw RunnerError(msg);
 }
 

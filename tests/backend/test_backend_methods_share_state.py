@@ -216,23 +216,26 @@ def _projections(program) -> int:
     return sum(1 for n in program.graph.nodes if n.op == "call_function" and "linear" in str(n.target))
 
 
-def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input():
+def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input(tmp_path):
     """et_tensorrt.llm.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
     the decoder reads them instead of projecting the hidden states at every token (two projections fewer per layer),
-    and decodes like HF's own export; they are shared into the decoder's delegate, not copied."""
+    and decodes like HF's own export; they are shared into the decoder's delegate, not copied. The program carries
+    its constant methods: Transcriber writes the same tokens from a prompt."""
     import torch
 
-    from et_tensorrt.llm import export_encoder_decoder
+    from et_tensorrt.llm import Transcriber, export_encoder_decoder
 
     seq2seq = decoders.t5_seq2seq()
     methods = export_encoder_decoder(seq2seq.model, max_cache_len=decoders.MAX_CONTEXT, max_input_len=16)
     layers = seq2seq.model.config.num_decoder_layers
     assert _projections(methods["decoder"]) == _projections(seq2seq.methods["decoder"]) - 2 * layers
-    runner = Runner(et_tensorrt.lower(methods))
+    pte = tmp_path / "t5.pte"
+    et_tensorrt.save(pte, methods)
+    runner = Runner(pte)
     ids = torch.tensor([[5, 9, 3, 7, 2, 4]])
     hidden, *cross = runner.run([ids], method="encoder")
     assert len(cross) == 2 * layers and float((hidden - seq2seq.encoder(ids)).abs().max()) <= TOLERANCE
-    token, errors = 0, []
+    token, errors, tokens = 0, [], []
     for position in range(12):
         got = runner.run([torch.tensor([[token]]), hidden, torch.tensor([position]), *cross], method="decoder")[0]
         with torch.no_grad():
@@ -241,7 +244,22 @@ def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input
         (plan,) = runner.last_plans
         assert plan.bytes_copied <= 2 * LOGITS + 256  # hidden states and cross K/V shared, the cache in place
         token = int(expected[0, -1].argmax())
+        tokens.append(token)
     assert max(errors) <= TOLERANCE, errors
+    generator = Transcriber(pte, _word_tokenizer(tmp_path / "tokenizer.json"))
+    generator.generate("w5 w9 w3 w7 w2 w4", max_new_tokens=12)
+    eos = seq2seq.model.config.eos_token_id
+    assert generator.last_tokens == (tokens[: tokens.index(eos) + 1] if eos in tokens else tokens)
+
+
+def _word_tokenizer(path):
+    """A HF tokenizer.json of the words w0 .. w127, one id each (decoders.VOCAB)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({f"w{i}": i for i in range(decoders.VOCAB)}, unk_token="w2"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(path))
+    return path
 
 
 def test_a_decoder_only_model_is_refused_naming_the_causal_lm_export():
