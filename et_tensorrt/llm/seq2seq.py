@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from .._quiet import quiet
 from ..errors import OptionError
 
 
@@ -70,6 +71,7 @@ def _decoder_class():
     return _Decoder
 
 
+@quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
 def export_encoder_decoder(
     model, max_cache_len: int = 64, max_input_len: int = 128, example_input_ids: torch.Tensor | None = None
 ) -> dict[str, torch.export.ExportedProgram]:
