@@ -105,7 +105,7 @@ def _check_build_options(args) -> None:
     from ..lowering import check_buildable
     from .lowering import LoweringRequest
 
-    check_buildable(LoweringRequest.from_args(args, methods=len(args.program)).build)
+    check_buildable(LoweringRequest.from_args(args).build)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,7 +99,7 @@ def is_quantized(data: bytes, method: str = "forward") -> bool:
 
 
 def _check(args, keep_result: bool = False):
-    request = LoweringRequest.from_args(args, methods=len(args.program))
+    request = LoweringRequest.from_args(args)
     if request.build.named_data == "ptd":
         raise UsageError("check runs the lowered program from memory: use --named-data pte (the same sharing)")
     defaults = for_precision(request.build.precision)
