@@ -9,7 +9,6 @@ import difflib
 import os
 import re
 import sys
-from importlib import metadata
 from typing import NamedTuple
 
 from ..compile_specs import NAMED_DATA_MODES, PRECISIONS, WEIGHTS_MODES, BuildOptions
@@ -164,6 +163,8 @@ def torch_op_name(text: str) -> str:
 
 def _version() -> str:
     """The installed distributions' versions, from their metadata: nothing is imported."""
+    from importlib import metadata
+
     from .. import __version__
 
     def installed(dist: str) -> str | None:
