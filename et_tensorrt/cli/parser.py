@@ -12,7 +12,7 @@ import sys
 from typing import NamedTuple
 
 from ..compile_specs import NAMED_DATA_MODES, PRECISIONS, WEIGHTS_MODES, BuildOptions
-from ..errors import OptionError
+from ..errors import EngineBuildError, OptionError
 from ..parity import TOLERANCES
 from .common import EXIT_USAGE
 
@@ -114,7 +114,6 @@ def _output_file(text: str) -> str:
 def _target_arch(text: str) -> str:
     """An architecture name the installed builder can target (``sm86``); ``current`` is judged with the device."""
     from .. import trt
-    from ..errors import EngineBuildError
 
     try:
         arch = BuildOptions(target_archs=(text,)).target_archs[0]
