@@ -32,11 +32,14 @@ def _environment(venv: Path) -> dict:
     return env
 
 
-def _step(name: str, argv: list[str], cwd: Path, env: dict, timeout: int = 1800) -> bool:
+def _step(name: str, argv: list[str], cwd: Path, env: dict, timeout: int = 3600) -> bool:
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     seconds = time.perf_counter() - start
-    print(f"  {name}: {'ok' if proc.returncode == 0 else f'FAILED (exit {proc.returncode})'} in {seconds:.0f} s")
+    print(
+        f"  {name}: {'ok' if proc.returncode == 0 else f'FAILED (exit {proc.returncode})'} in {seconds:.0f} s",
+        flush=True,
+    )
     if proc.returncode:
         print("    " + (proc.stdout[-2000:] + proc.stderr[-4000:]).replace("\n", "\n    "))
     return proc.returncode == 0
@@ -50,7 +53,7 @@ def main() -> int:
     recipes = [h for h in README_RECIPES if not args.only or args.only in h]
     with tempfile.TemporaryDirectory(prefix="readme-recipes-") as tmp:
         venv = Path(args.venv or Path(tmp) / "venv").resolve()
-        print(f"README recipes in a new venv ({venv}):")
+        print(f"README recipes in a new venv ({venv}):", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         env = _environment(venv)
         ok = True
