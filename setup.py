@@ -85,19 +85,18 @@ setup(
         "tqdm>=4.66",  # the lowering's progress bar on a terminal (et_tensorrt/progress.py)
     ],
     extras_require={
+        # What the README's LLM recipe imports (HF models, tokenizer.json): et_tensorrt.llm's HF exporters and
+        # TextGenerator's tokenizers
+        # pillow: image files for multimodal programs (et_tensorrt/llm/media.py; transformers' image processors need it)
+        "llm": ["transformers>=5.25,<5.26", "tokenizers>=0.22,<0.24", "pillow>=11"],
         "test": [
+            "et_tensorrt[llm]",  # real models without downloads: HF tiny configs, the BPE tokenizer TextLLMRunner reads
             "pytest>=8",
             "hypothesis",
             # ExecuTorch's backend conformance suite (the CI slice): parallel runs, reports, per-test limits
             "pytest-xdist",
             "pytest-json-report",
             "pytest-timeout",
-            # real models without downloads: HF tiny configs (the model-zoo slice, the static-cache decoder) and
-            # the byte-level BPE tokenizer TextLLMRunner reads (tests/cli/test_cli_generate.py)
-            "transformers>=5.25,<5.26",
-            "tokenizers>=0.22,<0.24",
-            # image files for multimodal programs (et_tensorrt/llm/media.py; transformers' image processors need it too)
-            "pillow>=11",
             # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
             # series executorch 1.5.1 declares
             "torchao>=0.18,<0.19",

@@ -5,6 +5,9 @@
   that registering an Enum is deprecated.
 - Lowering has torch's pytree warn that ``isinstance(treespec, LeafSpec)`` is deprecated (a FutureWarning, as
   ExecuTorch copies programs), and torch's ONNX exporter log "torchvision is not installed" per torchvision op.
+- Exporting a model (``et_tensorrt.llm``'s and ``seq2seq``'s exporters) has torch's dynamo warn about side effects
+  HF transformers' forward has (output capturing, hub kernels), and ExecuTorch's llama warn that
+  ``torch._check_is_size`` is deprecated.
 - ExecuTorch's partitioner logs on the root logger (``logging.debug``), which configures logging for the whole
   process (``logging.basicConfig``) when the caller has not.
 
@@ -22,7 +25,11 @@ import threading
 import warnings
 
 NOISY_LOGGERS = ("torchao", "torch.utils._pytree", "torch.onnx._internal.exporter._registration")
-NOISY_WARNINGS = ((FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),)
+NOISY_WARNINGS = (
+    (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),
+    (UserWarning, r"While compiling, we found certain side effects happened"),
+    (FutureWarning, r"_check_is_size will be removed"),
+)
 
 _lock = threading.Lock()
 _depth = 0  # calls of ours running, on any thread: the filters go in at the first and out after the last
@@ -96,6 +103,17 @@ def quiet_dependencies():
         yield
     finally:
         _exit()
+
+
+def quiet(function):
+    """A public function of ours (an exporter) whose calls run inside ``quiet_dependencies``."""
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        with quiet_dependencies():
+            return function(*args, **kwargs)
+
+    return call
 
 
 class QuietCall:

@@ -49,10 +49,11 @@ class ValueInfo:
     dtype: str = ""
     sizes: tuple = ()  # for a dynamic tensor: the upper bound memory was planned for
     dynamic: bool = False
+    value: bool | int | float | None = None  # an int, bool or float: the value the program holds
 
     def __str__(self) -> str:
         if self.kind != "tensor":
-            return self.kind
+            return self.kind if self.value is None else f"{self.kind} {self.value!r}"
         text = format_spec(self.dtype, self.sizes)
         return text + ", dynamic: memory planned for these upper bounds" if self.dynamic else text
 
@@ -281,7 +282,7 @@ def _segment_base(head: bytes) -> int:
 
 def _tables_value(value) -> ValueInfo:
     if value.kind != "Tensor":
-        return ValueInfo(value.kind.lower())
+        return ValueInfo(value.kind.lower(), value=value.value)
     return ValueInfo("tensor", scalar_name(value.scalar_type), value.sizes, value.dynamic)
 
 

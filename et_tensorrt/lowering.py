@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from . import trt
 from .compile_specs import BuildOptions
 from .errors import OptionError
 
@@ -39,6 +40,15 @@ def _split_options(options: Mapping[str, Any], build_options: BuildOptions | Non
                 f"unknown lowering option {key!r}; expected one of {sorted(_PARTITIONER_OPTIONS + tuple(fields))}"
             )
     return partitioner, (build_options or BuildOptions()).replace(**build)
+
+
+def check_buildable(build: BuildOptions) -> None:
+    """OptionError for build options the installed builder cannot honour on this machine (a target it cannot name,
+    a refit engine without a GPU), before any work. With ``pass_through_build_failures=False`` such a build is left
+    to PyTorch instead, as asked."""
+    problems = trt.option_problems(build.target_archs, build.weights) if build.pass_through_build_failures else []
+    if problems:
+        raise OptionError("; ".join(problems))
 
 
 Programs = torch.nn.Module | torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram]
@@ -105,6 +115,7 @@ def lower_program(
         constant_methods = getattr(model, "constant_methods", None)
     graphed = _graphed_methods(options, model if methods else {"": None})  # "": the one method, forward
     partitioner_options, build = _split_options(options, build_options)
+    check_buildable(build)
     if methods:
         _check_methods(model, example_inputs, dynamic_shapes)
     if _in_memory and build.named_data == "ptd":

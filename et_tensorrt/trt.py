@@ -133,20 +133,31 @@ class Flavour:
         (the GPU it was built on, recorded separately)."""
         return tuple(t for t in self.known_targets() if t not in _RTX_UNNAMED_EXCLUDES) if self.is_rtx else ()
 
-    def compute_capability(self, arch: str):
-        """``"sm86"`` / ``"86"`` / ``"8.6"`` -> ``ComputeCapability.SM86`` (or EngineBuildError)."""
-        text = normalize_arch(arch)
+    def target_problem(self, arch: str) -> str | None:
+        """Why this flavour cannot build for ``arch`` (``"sm90"``), or None."""
         caps = getattr(self.module, "ComputeCapability", None)
         if caps is None:
-            raise EngineBuildError(f"{self.label} builds for the GPU it runs on; it cannot name target {arch!r}")
-        if text == "current":
-            return caps.CURRENT
-        value = getattr(caps, text.upper(), None)
-        if value is None:
-            raise EngineBuildError(
-                f"unknown TensorRT target architecture {arch!r}; {self.label} knows {list(self.known_targets())}"
+            return f"{self.label} builds for the GPU it runs on; it cannot name target {arch!r}"
+        text = normalize_arch(arch)
+        if text != "current" and getattr(caps, text.upper(), None) is None:
+            return (
+                f"{self.label} cannot build for {arch!r} (its targets: {', '.join(self.known_targets())}); a GPU "
+                "outside them builds its engine on the device from the blob's build recipe (device_build, the "
+                "default; `et-tensorrt prepare`)"
             )
-        return value
+        return None
+
+    def compute_capability(self, arch: str):
+        """``"sm86"`` / ``"86"`` / ``"8.6"`` -> ``ComputeCapability.SM86`` (or EngineBuildError)."""
+        problem = self.target_problem(arch)
+        if problem:
+            raise EngineBuildError(problem)
+        text = normalize_arch(arch)
+        return (
+            self.module.ComputeCapability.CURRENT
+            if text == "current"
+            else getattr(self.module.ComputeCapability, text.upper())
+        )
 
     def targets_for(self, sm: str) -> tuple[str, ...] | None:
         """The targets a build for the GPU ``sm`` (``"sm90"``) names: ``(sm,)`` for TensorRT-RTX when it knows it,
@@ -182,6 +193,31 @@ class Flavour:
         if value is None:
             raise EngineBuildError(f"{self.label} ({self.version}) has no BuilderFlag.{name}")
         return value
+
+
+def option_problems(target_archs, weights: str) -> list[str]:
+    """What the builder lowering uses cannot do with these build options on this machine, judged before any work:
+    a target it cannot name, ``current`` without a GPU, a weight-stripped engine (``weights="refit"``) without a
+    GPU (measured with TensorRT-RTX 1.7.1: any refittable build JIT-compiles through Myelin, which needs CUDA;
+    TensorRT builds only on a GPU). Empty without a builder: the build says what to install."""
+    try:
+        flavour = default()
+    except EngineBuildError:
+        return []
+    problems = [p for p in (flavour.target_problem(a) for a in target_archs) if p]
+    gpu = local_sm()
+    if gpu is None and any(normalize_arch(a) == "current" for a in target_archs):
+        problems.append(
+            "target 'current' is this machine's GPU, and it has none: name the targets (e.g. sm86), or leave them "
+            "to the builder's default"
+        )
+    if weights == "refit" and gpu is None:
+        problems.append(
+            f"{flavour.label} cannot build a weight-stripped (refittable) engine without a GPU (its builder needs "
+            "CUDA for refittable weights): lower with weights 'both' or 'engine-only' here, or with 'refit' on a "
+            "machine with a GPU"
+        )
+    return problems
 
 
 def engine_runs_on(

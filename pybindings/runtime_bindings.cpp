@@ -335,7 +335,7 @@ void bind_runtime(py::module_& m) {
       .def("last_plan", [](const ProgramRunner& r) { return std::const_pointer_cast<MethodPlan>(r.last_plan()); })
       .def(
           "run",
-          [](ProgramRunner& r, const std::vector<at::Tensor>& inputs, const std::string& method,
+          [](ProgramRunner& r, const std::vector<MethodArgument>& inputs, const std::string& method,
              const std::optional<std::vector<at::Tensor>>& outputs) {
             std::vector<bool> in_place;
             std::vector<at::Tensor> result;

@@ -11,6 +11,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "et-tensorrt"
+README = "README.md"
+SET_UP = "## Set-up (fresh machine, from the repository root)"
+# The README's recipes: each heading's ```python blocks are one program, its ```sh lines run after it.
+README_RECIPES = (
+    "## A 30-second tour of the Python API",
+    "### Inside your own ExecuTorch flow",
+    "### LLMs: export, lower, decode, generate text",
+    "## Quantized programs",
+)
 
 
 def section(document: str, heading: str) -> str:
@@ -43,6 +52,12 @@ def commands(document: str, heading: str) -> list[list[str]]:
     for line in lines:
         assert line.startswith(CLI + " "), f"{document}, {heading!r}: not an {CLI} command: {line!r}"
     return [shlex.split(line)[1:] for line in lines]
+
+
+def install_lines(document: str, heading: str) -> list[str]:
+    """The ``pip install`` lines of the section's plain ``` blocks: the shell lines a reader runs as written."""
+    blocks = re.findall(r"^```\n(.*?)^```", section(document, heading), re.S | re.M)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip().startswith("pip install")]
 
 
 def run_python(code: str, cwd) -> subprocess.CompletedProcess:

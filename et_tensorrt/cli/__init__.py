@@ -42,7 +42,9 @@ COMMANDS = {
     "cache": "cache:cmd_cache",
 }
 # Commands that load torch and the native module only when they need them (the rest: before they start).
-_LIGHT = {"inspect", "generate"}
+_LIGHT = {"inspect", "generate", "cache"}
+# Commands that take torch.export.save programs ([METHOD=]PROGRAM.pt2).
+_TAKE_PROGRAMS = ("explain", "lower", "check")
 
 __all__ = [
     "EXIT_ERROR",
@@ -58,28 +60,65 @@ __all__ = [
 ]
 
 
-def _check_environment() -> None:
+def _check_environment(command: str) -> None:
     """Settings read from the environment, checked like arguments."""
     from ..builder.build_cache import max_bytes
-    from ..runtime.device_build import prepare_policy
-    from ..runtime.executors import fallback_policy
 
     try:
-        fallback_policy()
         max_bytes()
-        prepare_policy()
+        if command != "cache":
+            from ..runtime.device_build import prepare_policy
+            from ..runtime.executors import fallback_policy
+
+            fallback_policy()
+            prepare_policy()
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _check_files(args) -> None:
+    """The files are what the command takes, told without torch (a text file or a state dict is refused at once)."""
+    if args.command in _TAKE_PROGRAMS:
+        from .methods import method_to_check
+        from .program_file import check_method_names, check_program_file
+
+        check_method_names(args.program)
+        if args.command == "check":
+            method_to_check(args.program, args.method)
+        for _, path in args.program:
+            check_program_file(path)
+    elif args.command == "run":
+        from .methods import choose_method, pte_methods
+
+        choose_method(args.pte, args.method, pte_methods(args.pte))
+    elif args.command == "prepare":
+        from .. import inspection
+
+        try:
+            inspection.check_file(args.pte)
+        except inspection.NotAProgramError as e:
+            raise CliError(str(e)) from e
+
+
+def _check_build_options(args) -> None:
+    """What the installed builder cannot do on this machine (``--weights refit`` without a GPU), before any work."""
+    from ..lowering import check_buildable
+    from .lowering import LoweringRequest
+
+    check_buildable(LoweringRequest.from_args(args).build)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(COMMANDS, __doc__).parse_args(argv)
     with quiet_third_party(args.debug), executorch_logs(args.debug):
         try:
+            _check_files(args)
             if args.command in ("run", "check", "demo", "lower", "cache", "prepare"):
-                _check_environment()
+                _check_environment(args.command)
             if args.command not in _LIGHT:
                 load_torch(args.debug)
+            if args.command in ("lower", "check"):
+                _check_build_options(args)
             module, function = COMMANDS[args.command].split(":")
             return getattr(importlib.import_module(f".{module}", __name__), function)(args)
         except KeyboardInterrupt:

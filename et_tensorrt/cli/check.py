@@ -132,17 +132,23 @@ class CheckResult:
 
 
 def run_and_check(
-    data: bytes, inputs: list, expected: list, exports: dict, tolerances: Tolerances, debug: bool
+    data: bytes,
+    inputs: list,
+    expected: list,
+    exports: dict,
+    tolerances: Tolerances,
+    debug: bool,
+    method: str = "forward",
 ) -> CheckResult:
-    """Runs ``data`` on ``inputs`` with :class:`et_tensorrt.Runner`, recording each delegate call, then checks
-    the outputs against ``expected`` and each engine's ONNX (``exports``, from the lowering) on its inputs."""
+    """Runs ``method`` of ``data`` on ``inputs`` with :class:`et_tensorrt.Runner`, recording each delegate call, then
+    checks the outputs against ``expected`` and each engine's ONNX (``exports``, from the lowering) on its inputs."""
     from .. import Runner, inspection
     from ..runtime.executors import record_calls
 
     with record_calls() as calls, backend_log(debug), quiet_native_stderr(debug):
         runner = Runner(data)
-        outputs = runner.run(inputs)
-    delegates = [d for d in inspection.inspect_bytes(data).method("forward").delegates if d.ours]
+        outputs = runner.run(inputs, method=method)
+    delegates = [d for d in inspection.inspect_bytes(data).method(method).delegates if d.ours]
     named = inspection.named_data(data) if any(d.blob is not None and d.blob.named for d in delegates) else {}
     print_plan(runner.last_plan)
     engines = [

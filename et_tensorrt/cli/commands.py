@@ -26,27 +26,33 @@ from .common import (
 from .data_file import beside, data_file
 from .display import print_plan, print_tensors, timing
 from .inputs import (
+    arrange,
     check_inputs,
     check_pte_inputs,
     load_inputs,
-    load_program,
-    load_programs,
     program_input_specs,
     pte_input_specs,
     random_inputs,
 )
 from .lowering import LoweringRequest, lower_program, write_program
+from .methods import choose_method, method_to_check, pte_methods
+from .program_file import load_programs
 
 
-def _flatten(result) -> list:
-    if isinstance(result, (list, tuple)):
-        return [t for r in result for t in _flatten(r)]
-    return [result]
+def _eager(module, args, kwargs=None) -> list:
+    """The module's outputs on the inputs, flattened as the lowered program returns them."""
+    from torch.utils import _pytree as pytree
 
-
-def _eager(module, inputs) -> list:
     with torch.no_grad():
-        return _flatten(module(*inputs))
+        return pytree.tree_leaves(module(*args, **(kwargs or {})))
+
+
+def _eager_program(program, inputs: list) -> list:
+    """An ExportedProgram on its flat inputs, called as it was exported (positional and keyword inputs)."""
+    from torch.utils import _pytree as pytree
+
+    args, kwargs = pytree.tree_unflatten(list(inputs), program.call_spec.in_spec)
+    return _eager(program.module(), args, kwargs)
 
 
 def cmd_lower(args) -> int:
@@ -59,7 +65,10 @@ def cmd_lower(args) -> int:
 def cmd_check(args) -> int:
     if not args.json:
         return _check(args)
-    context = {"program": args.program, "precision": args.precision, "target_device": str(args.target_device)}
+    program = " ".join(f"{name}={path}" if name else path for name, path in args.program)
+    context = {"program": program, "precision": args.precision, "target_device": str(args.target_device)}
+    if args.method:
+        context["method"] = args.method
     try:
         with contextlib.redirect_stdout(sys.stderr if args.debug else io.StringIO()):
             status, result = _check(args, keep_result=True)
@@ -81,35 +90,38 @@ def cmd_check(args) -> int:
     return status
 
 
-def is_quantized(data: bytes) -> bool:
-    """Whether any of the program's engines holds quantization (its METADATA ``quantization``)."""
+def is_quantized(data: bytes, method: str = "forward") -> bool:
+    """Whether any of the method's engines holds quantization (its METADATA ``quantization``)."""
     from .. import inspection
 
-    delegates = inspection.inspect_bytes(data).method("forward").delegates
+    delegates = inspection.inspect_bytes(data).method(method).delegates
     return any(d.ours and d.blob is not None and d.blob.metadata.get("quantization") for d in delegates)
 
 
 def _check(args, keep_result: bool = False):
     request = LoweringRequest.from_args(args)
+    if request.build.named_data == "ptd":
+        raise UsageError("check runs the lowered program from memory: use --named-data pte (the same sharing)")
     defaults = for_precision(request.build.precision)
     tolerances = Tolerances(
         rtol=defaults.rtol if args.rtol is None else args.rtol, atol=defaults.atol if args.atol is None else args.atol
     )
-    inputs = load_inputs(args.inputs) if args.inputs else None
-    program = load_program(args.program)
+    method = method_to_check(args.program, args.method)
+    given = load_inputs(args.inputs) if args.inputs else None
+    programs, source = load_programs(args.program)
+    program = programs[method] if isinstance(programs, dict) else programs
     specs = program_input_specs(program)
-    if inputs is None:
+    if given is None:
         inputs = random_inputs(specs, args.seed)
         print(f"random inputs (seed {args.seed}) from the program's placeholder shapes")
     else:
+        inputs = arrange(given, specs, "the program")
         check_inputs(inputs, specs)
-    if request.build.named_data == "ptd":
-        raise UsageError("check runs the lowered program from memory: use --named-data pte (the same sharing)")
-    expected = _eager(program.module(), inputs)
-    lowered = lower_program(program, request, args.debug, source=args.program, record=True)
+    expected = _eager_program(program, inputs)
+    lowered = lower_program(programs, request, args.debug, source=source, record=True)
     if args.output:
         write_program(args.output, lowered.data)
-    if args.atol is None and is_quantized(lowered.data):
+    if args.atol is None and is_quantized(lowered.data, method):
         tolerances = Tolerances(rtol=tolerances.rtol, atol=for_quantized(request.build.precision, expected).atol)
         print(
             f"quantized program: outputs compared within {QUANTIZED_SHARE:.0%} of their largest magnitude "
@@ -117,13 +129,13 @@ def _check(args, keep_result: bool = False):
             "engines compute the weight-only reading of those layers"
         )
     load_runtime(args.debug)
-    result = run_and_check(lowered.data, inputs, expected, lowered.exports, tolerances, args.debug)
+    result = run_and_check(lowered.data, inputs, expected, lowered.exports, tolerances, args.debug, method)
     print("\n".join(result.notes() + [result.summary()]))
     status = EXIT_OK if result.passed else EXIT_MISMATCH
     return (status, result) if keep_result else status
 
 
-def _require_cuda(device: torch.device) -> None:
+def _require_cuda(device) -> None:
     if device.type != "cuda":
         return
     if not torch.cuda.is_available():
@@ -149,31 +161,30 @@ def _named_data_hint(pte: str, data: str | None):
 
 
 def cmd_run(args) -> int:
-    from .. import Runner, inspection
+    from .. import Runner
 
     _require_cuda(args.device)
-    inputs = load_inputs(args.inputs) if args.inputs else None
-    try:
-        inspection.check_file(args.pte)
-    except inspection.NotAProgramError as e:
-        raise CliError(str(e)) from e
+    plan = choose_method(args.pte, args.method, pte_methods(args.pte))
+    specs = pte_input_specs(args.pte, plan)
+    given = load_inputs(args.inputs) if args.inputs else None
     load_runtime(args.debug)
     data = data_file(args.pte, args.data)
-    specs = pte_input_specs(args.pte, args.debug)
-    if inputs is None:
+    label = f"method {plan.name!r}" if plan.name != "forward" else ""
+    if given is None:
         inputs = random_inputs(specs, args.seed)
-        print(f"random inputs (seed {args.seed}) of the recorded shapes:")
+        print(f"random inputs (seed {args.seed}) of the recorded shapes{' of ' + label if label else ''}:")
     else:  # shapes and layout are checked by the Runner against the method
-        print(f"inputs from {args.inputs}:")
-    inputs = [t.to(args.device) for t in inputs]
+        inputs = arrange(given, specs, f"method {plan.name!r}")
+        print(f"inputs from {args.inputs}{' for ' + label if label else ''}:")
+    inputs = [t.to(str(args.device)) if isinstance(t, torch.Tensor) else t for t in inputs]
     print_tensors("input ", inputs)
-    check_pte_inputs(inputs, specs)
+    check_pte_inputs(inputs, specs, plan.name)
     times = []
     with backend_log(args.debug), quiet_native_stderr(args.debug), _named_data_hint(args.pte, data):
         runner = Runner(args.pte, verify=not args.no_verify, data_path=data)
         for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
-            outputs = runner.run(inputs)
+            outputs = runner.run(inputs, method=plan.name)
             if call >= args.warmup:
                 times.append(time.perf_counter() - start)
     print_plan(runner.last_plan)

@@ -20,7 +20,7 @@ def checksum(t: torch.Tensor) -> str:
 
 def summarize(t) -> str:
     if not isinstance(t, torch.Tensor):
-        return repr(t)
+        return f"{type(t).__name__} {t!r}"
     text = f"{format_spec(str(t.dtype).replace('torch.', ''), t.shape)} on {t.device}"
     if t.numel() and not t.dtype.is_complex:
         text += f"  sum={t.detach().double().sum().item():+.6e}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .common import EXIT_OK
-from .inputs import load_programs
+from .program_file import load_programs
 from .progress import notice
 
 

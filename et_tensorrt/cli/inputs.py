@@ -1,24 +1,34 @@
-"""Programs and their inputs: loading a ``.pt2`` or an inputs file, the inputs a program or a ``.pte``
-expects, random inputs of those shapes, and checking given inputs against them."""
+"""A program's inputs: what an ExportedProgram or a ``.pte`` method takes (tensors, and the Python values an export
+kept as inputs: a ``bool`` keyword such as ``return_dict=True``), an inputs file, random inputs of those shapes, and
+checking given inputs against them.
+
+A program's inputs are flat, in the order its input spec flattens ``(args, kwargs)`` (the ``.pte``'s order); an
+inputs file holds them in that order, or as a dict by input name (keyword inputs by their keyword)."""
 
 from __future__ import annotations
 
-import re
-import zipfile
+import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 
 from ..inspection import format_spec
-from .common import CliError, UsageError, quiet_native_stderr
+from .common import CliError
+
+VALUE_TYPES = (bool, int, float)  # the Python values ExecuTorch takes as method inputs (Bool, Int, Double)
 
 
 class InputSpec(NamedTuple):
-    name: str  # "" when the program does not record one (a .pte)
+    name: str  # "" when the program does not record one (a .pte's positional inputs)
     shape: tuple[int, ...]  # a dynamic dim holds its example size (a .pte: the upper bound)
-    dtype: torch.dtype
+    dtype: torch.dtype | None  # None: a value input (``value``)
     ranges: tuple | None = None  # per dim: (min, max or None) when dynamic, None when static; None: unknown (.pte)
+    value: bool | int | float | None = None  # a value input: the one value the program takes (its export's)
+
+    @property
+    def is_value(self) -> bool:
+        return self.dtype is None
 
     def dims(self) -> list:
         """Each dim as :func:`et_tensorrt.inspection.format_shape` takes it: an int, or (min, max, example)."""
@@ -26,7 +36,10 @@ class InputSpec(NamedTuple):
         return [s if r is None else (*r, s) for s, r in zip(self.shape, ranges, strict=True)]
 
     def text(self) -> str:
-        """``float32(1..32 (opt 4), 16)``: a dynamic dim shows its declared range and its example size."""
+        """``float32(1..32 (opt 4), 16)``: a dynamic dim shows its declared range and its example size;
+        ``bool True``: a value input."""
+        if self.is_value:
+            return f"{type(self.value).__name__} {self.value!r}"
         return format_spec(str(self.dtype).replace("torch.", ""), self.dims())
 
     def accepts(self, shape: Sequence[int]) -> bool:
@@ -45,86 +58,83 @@ def describe_specs(specs: Sequence[InputSpec]) -> str:
     return ", ".join(f"{s.name} {s.text()}" if s.name else s.text() for s in specs)
 
 
-def _records_cuda(path: str) -> bool:
-    """Whether a .pt2 archive records tensors on a cuda device (its JSON tensor metadata says so)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(
-                re.search(rb'"device":\s*\{"type":\s*"cuda"', archive.read(name))
-                for name in archive.namelist()
-                if name.endswith(".json")
-            )
-    except (OSError, zipfile.BadZipFile):
-        return False
+def keyword_names(spec_json: str) -> list[str | None]:
+    """Per flat input, its keyword when it is one of the spec's keyword inputs (``(args, kwargs)``, torch's treespec
+    JSON, as a .pt2 and a .pte record it), else None. ``[]`` when the spec cannot be read."""
 
-
-def _is_pte(path: str) -> bool:
-    from ..inspection import NotAProgramError, check_file
+    def leaves(node) -> int:
+        children = node.get("children_spec") or []
+        return 1 if node.get("type") is None else sum(leaves(c) for c in children)
 
     try:
-        check_file(path)
-    except (NotAProgramError, OSError):
-        return False
-    return True
+        root = json.loads(spec_json)[1]
+        args, kwargs = root["children_spec"]
+        names: list[str | None] = [None] * leaves(args)
+        keys = json.loads(kwargs["context"]) if kwargs.get("type") == "builtins.dict" else []
+        for key, child in zip(keys, kwargs["children_spec"], strict=True):
+            names += [key] if child.get("type") is None else [None] * leaves(child)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return []
+    return names
 
 
-def load_program(path: str):
-    """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
-    if _is_pte(path):
-        raise CliError(
-            f"{path!r} is already an ExecuTorch program (.pte), lowered before: `et-tensorrt run {path}` runs it, "
-            f"`et-tensorrt inspect {path}` shows what it holds; this command takes a torch.export.save program (.pt2)"
-        )
-    try:
-        return torch.export.load(path)
-    except Exception as e:
-        if not torch.cuda.is_available() and _records_cuda(path):
-            raise CliError(
-                f"{path!r} holds tensors saved on a cuda device, and this torch cannot load them "
-                f"(torch {torch.__version__}, torch.cuda.is_available() is False): export the program on the "
-                "host (ExecuTorch's usual way), or run on a machine with CUDA"
-            ) from e
-        raise CliError(f"{path!r} is not a torch.export.save program ({type(e).__name__}: {e})") from e
-
-
-def load_programs(named: Sequence[tuple[str | None, str]]):
-    """``[METHOD=]PROGRAM.pt2`` arguments (the parser's (method or None, path) pairs), loaded and their inputs
-    printed: (the ExportedProgram, its path) for one unnamed program, else (method -> ExportedProgram, the paths)
-    for the methods of one program (et_tensorrt.lower's dict)."""
-    if len(named) == 1 and named[0][0] is None:
-        path = named[0][1]
-        program = load_program(path)
-        print(f"{path}: {describe_specs(program_input_specs(program))}")
-        return program, path
-    if any(name is None for name, _ in named):
-        raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
-    if len({name for name, _ in named}) != len(named):
-        raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
-    programs = {}
-    for name, path in named:
-        programs[name] = load_program(path)
-        print(f"{name} = {path}: {describe_specs(program_input_specs(programs[name]))}")
-    return programs, ", ".join(path for _, path in named)
-
-
-def load_inputs(path: str) -> list[torch.Tensor]:
-    """``torch.save`` of a tensor, or of a tuple/list of tensors (the positional inputs)."""
+def load_inputs(path: str) -> list | dict:
+    """``torch.save`` of a tensor; of a list/tuple of tensors and Python values (``bool``, ``int``, ``float``), the
+    flat inputs in order; or of a dict of them by input name."""
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise CliError(f"inputs file {path!r} could not be read by torch.load: {e}") from e
     if isinstance(obj, torch.Tensor):
-        obj = [obj]
-    if not isinstance(obj, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in obj):
-        raise CliError(f"inputs file {path!r} must hold a tensor or a list/tuple of tensors, not {type(obj).__name__}")
-    return list(obj)
+        return [obj]
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else None
+    if items is None or not all(isinstance(v, (torch.Tensor, *VALUE_TYPES)) for v in items):
+        raise CliError(
+            f"inputs file {path!r} must hold a tensor, a list/tuple of tensors and Python values (bool, int, float) "
+            f"in the program's input order, or a dict of them by input name; it holds {_what(obj)}"
+        )
+    return dict(obj) if isinstance(obj, dict) else list(obj)
 
 
-def random_inputs(specs: Sequence[InputSpec], seed: int) -> list[torch.Tensor]:
+def _what(obj) -> str:
+    if isinstance(obj, (list, tuple, dict)):
+        items = obj.values() if isinstance(obj, dict) else obj
+        kinds = sorted({type(v).__name__ for v in items if not isinstance(v, (torch.Tensor, *VALUE_TYPES))})
+        return f"a {type(obj).__name__} with {', '.join(kinds)} item(s)"
+    return f"a {type(obj).__name__}"
+
+
+def arrange(given: list | dict, specs: Sequence[InputSpec], where: str) -> list:
+    """The inputs in the program's order: a list as given, a dict by the specs' names."""
+    if not isinstance(given, dict):
+        return list(given)
+    unnamed = [str(i) for i, s in enumerate(specs) if not s.name]
+    if unnamed:
+        raise CliError(
+            f"{where} records no name for input(s) {', '.join(unnamed)} (positional inputs): give the inputs as a "
+            f"list in the program's order ({describe_specs(specs)})"
+        )
+    names = [s.name for s in specs]
+    unknown, missing = sorted(set(given) - set(names)), [n for n in names if n not in given]
+    if unknown or missing:
+        problems = ([f"no input named {', '.join(map(repr, unknown))}"] if unknown else []) + (
+            [f"missing {', '.join(map(repr, missing))}"] if missing else []
+        )
+        raise CliError(
+            f"the inputs file's names do not match {where}'s inputs ({'; '.join(problems)}): it takes "
+            f"{describe_specs(specs)}"
+        )
+    return [given[n] for n in names]
+
+
+def random_inputs(specs: Sequence[InputSpec], seed: int) -> list:
+    """Random tensors of the specs' shapes; a value input takes its one value."""
     generator = torch.Generator().manual_seed(seed)
     out = []
     for spec in specs:
-        if spec.dtype.is_floating_point:
+        if spec.is_value:
+            out.append(spec.value)
+        elif spec.dtype.is_floating_point:
             out.append(torch.randn(spec.shape, generator=generator).to(spec.dtype))
         elif spec.dtype == torch.bool:
             out.append(torch.randint(0, 2, spec.shape, generator=generator).bool())
@@ -159,69 +169,112 @@ def _dim_range(d, range_constraints) -> tuple | None:
 
 
 def program_input_specs(program) -> list[InputSpec]:
-    """Each user input of an ExportedProgram, from its placeholder's ``meta["val"]`` and the program's declared
-    dim ranges (``range_constraints``)."""
-    user_inputs = set(program.graph_signature.user_inputs)
+    """Each user input of an ExportedProgram, in its flat order: a tensor from its placeholder's ``meta["val"]`` and
+    the program's declared dim ranges (``range_constraints``), a value input (``ConstantArgument``) with its value.
+    Named by its keyword where it is a keyword input, else by its placeholder."""
+    from torch.export.graph_signature import ConstantArgument, InputKind
+    from torch.utils._pytree import treespec_dumps
+
+    values = {n.name: n.meta.get("val") for n in program.graph.nodes if n.op == "placeholder"}
+    user = [s.arg for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    keywords = keyword_names(treespec_dumps(program.call_spec.in_spec)) if program.call_spec.in_spec else []
     specs = []
-    for node in program.graph.nodes:
-        if node.op == "placeholder" and node.name in user_inputs:
-            val = node.meta.get("val")
-            if not isinstance(val, torch.Tensor):
-                raise CliError(f"input {node.name!r} is not a tensor ({type(val).__name__}); pass inputs with --inputs")
+    for i, arg in enumerate(user):
+        name = (keywords[i] if len(keywords) == len(user) else None) or arg.name
+        val = arg.value if isinstance(arg, ConstantArgument) else values.get(arg.name)
+        if isinstance(val, VALUE_TYPES):
+            specs.append(InputSpec(name, (), None, value=val))
+        elif isinstance(val, torch.SymInt):
+            raise CliError(f"input {name!r} is an int the program takes as a symbol: pass inputs with --inputs")
+        elif not isinstance(val, torch.Tensor):
+            raise CliError(f"input {name!r} is not a tensor ({type(val).__name__}); pass inputs with --inputs")
+        else:
             shape = tuple(_concrete(d) for d in val.shape)
             ranges = tuple(_dim_range(d, program.range_constraints) for d in val.shape)
-            specs.append(InputSpec(node.name, shape, val.dtype, ranges))
+            specs.append(InputSpec(name, shape, val.dtype, ranges))
     return specs
 
 
-def check_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec]) -> None:
+def _value_problem(label: str, given, spec: InputSpec) -> str | None:
+    """Why ``given`` cannot be the value input ``spec``, or None. ExecuTorch takes exactly the exported value."""
+    if isinstance(given, torch.Tensor) or type(given) is not type(spec.value) or given != spec.value:
+        shown = (
+            f"a tensor {format_spec(str(given.dtype).replace('torch.', ''), tuple(given.shape))}"
+            if isinstance(given, torch.Tensor)
+            else f"{type(given).__name__} {given!r}"
+        )
+        return (
+            f"{label} is a value the program was exported with ({spec.text()}), which it takes as it is; got "
+            f"{shown}: export again with the value you need"
+        )
+    return None
+
+
+def _count_problem(inputs: Sequence, specs: Sequence[InputSpec], what: str) -> str | None:
+    if len(inputs) == len(specs):
+        return None
+    count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
+    return f"{what} takes {count} ({describe_specs(specs)}), got {len(inputs)}"
+
+
+def check_inputs(inputs: Sequence, specs: Sequence[InputSpec]) -> None:
     """Count, dtype and shape (static dims, dynamic ranges) of ``inputs`` against an ExportedProgram's ``specs``."""
-    if len(inputs) != len(specs):
-        count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
-        raise CliError(f"the program takes {count} ({describe_specs(specs)}), got {len(inputs)}")
+    problem = _count_problem(inputs, specs, "the program")
+    if problem:
+        raise CliError(problem)
     for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
         label = f"input {i} ({spec.name})"
+        if spec.is_value:
+            problem = _value_problem(label, t, spec)
+            if problem:
+                raise CliError(problem)
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise CliError(f"{label} is a tensor {spec.text()}, got {type(t).__name__} {t!r}")
         if t.dtype != spec.dtype:
             raise CliError(f"{label}: dtype {t.dtype} does not match the program's {spec.text()}")
         if not spec.accepts(tuple(t.shape)):
             raise CliError(f"{label}: shape {tuple(t.shape)} does not match the program's {spec.text()}")
 
 
-def check_pte_inputs(inputs: Sequence[torch.Tensor], specs: Sequence[InputSpec], method: str = "forward") -> None:
-    """Count and dtype of ``inputs`` against a .pte's method inputs, named as the inputs' summary names them
+def check_pte_inputs(inputs: Sequence, specs: Sequence[InputSpec], method: str = "forward") -> None:
+    """Count, dtype and values of ``inputs`` against a .pte's method inputs, named as the inputs' summary names them
     (``float64``). Shapes and layout are the Runner's to check: a .pte records upper bounds, not which dims vary."""
-    if len(inputs) != len(specs):
-        count = f"{len(specs)} input{'s' * (len(specs) != 1)}"
-        raise CliError(f"method {method!r} takes {count} ({describe_specs(specs)}), got {len(inputs)}")
+    problem = _count_problem(inputs, specs, f"method {method!r}")
+    if problem:
+        raise CliError(problem)
     for i, (t, spec) in enumerate(zip(inputs, specs, strict=True)):
-        if t.dtype != spec.dtype:
+        label = f"input {i} of method {method!r}"
+        if spec.is_value:
+            problem = _value_problem(label, t, spec)
+            if problem:
+                raise CliError(problem)
+        elif not isinstance(t, torch.Tensor):
+            raise CliError(f"{label} is a tensor {spec.text()}, got {type(t).__name__} {t!r}")
+        elif t.dtype != spec.dtype:
             given = format_spec(str(t.dtype).replace("torch.", ""), tuple(t.shape))
             raise CliError(
-                f"input {i} of method {method!r} is {given} but the program takes {spec.text()}: convert it "
-                f"(tensor.to({spec.dtype}))"
+                f"{label} is {given} but the program takes {spec.text()}: convert it (tensor.to({spec.dtype}))"
             )
 
 
-def pte_input_specs(path: str, debug: bool = False) -> list[InputSpec]:
-    """Method inputs as ExecuTorch's method meta records them; for a dynamic tensor the sizes are the upper
-    bound memory was planned for (whether a dim is dynamic is not recorded)."""
-    from executorch.runtime import Runtime
-
+def pte_input_specs(path: str, plan) -> list[InputSpec]:
+    """A .pte method's inputs as its plan records them: for a dynamic tensor the sizes are the upper bound memory
+    was planned for (whether a dim is dynamic is not recorded); a value input holds its value."""
     from ..inspection import scalar_name
 
-    try:
-        with quiet_native_stderr(debug):  # ExecuTorch logs its refusal before raising it
-            meta = Runtime.get().load_program(path).metadata("forward")
-    except Exception as e:
-        raise CliError(f"{path!r} could not be loaded by ExecuTorch ({type(e).__name__}: {e})") from e
+    keywords = keyword_names(plan.input_spec) if plan.input_spec else []
     specs = []
-    for i in range(meta.num_inputs()):
-        try:
-            info = meta.input_tensor_meta(i)
-        except Exception as e:
-            raise CliError(f"method input {i} is not a tensor, which `run` cannot generate ({e})") from e
-        dtype = getattr(torch, scalar_name(info.dtype()), None)
+    for i, index in enumerate(plan.inputs):
+        value = plan.values[index]
+        name = (keywords[i] if len(keywords) == len(plan.inputs) else None) or ""
+        if value.value is not None:
+            specs.append(InputSpec(name, (), None, value=value.value))
+            continue
+        if value.kind != "Tensor":
+            raise CliError(f"{path}: method input {i} is a {value.kind}, which `run` cannot pass")
+        dtype = getattr(torch, scalar_name(value.scalar_type), None)
         if not isinstance(dtype, torch.dtype):
-            raise CliError(f"method input {i} has ExecuTorch dtype {info.dtype()}, which torch does not have")
-        specs.append(InputSpec("", tuple(info.sizes()), dtype))
+            raise CliError(f"method input {i} has ExecuTorch dtype {value.scalar_type}, which torch does not have")
+        specs.append(InputSpec(name, tuple(value.sizes), dtype))
     return specs

@@ -9,8 +9,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-import torch
-
 from ..compile_specs import BuildOptions
 from ..errors import PlacementWarning, UnmatchedOpWarning
 from .common import NothingDelegated, UsageError, backend_log
@@ -18,7 +16,7 @@ from .common import NothingDelegated, UsageError, backend_log
 
 @dataclass(frozen=True)
 class LoweringRequest:
-    target_device: torch.device
+    target_device: object  # parser.DeviceArg, or anything whose str() is a device (cuda:0)
     min_block_size: int
     torch_executed_ops: tuple[str, ...] = ()
     build: BuildOptions = field(default_factory=BuildOptions)

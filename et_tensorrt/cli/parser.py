@@ -1,5 +1,5 @@
 """The argparse tree. Every value is checked here, before any work: a bad one is one ``error:`` line and
-exit status 2. Building the tree imports no torch (a second or more): a value that needs it (a device, an op
+exit status 2. Building the tree imports no torch (a second or more): a value that needs it (an op
 name) imports it when it is parsed, so ``--help`` and most argument errors answer at once."""
 
 from __future__ import annotations
@@ -9,16 +9,12 @@ import difflib
 import os
 import re
 import sys
-from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from ..compile_specs import NAMED_DATA_MODES, PRECISIONS, WEIGHTS_MODES, BuildOptions
-from ..errors import OptionError
+from ..errors import EngineBuildError, OptionError
 from ..parity import TOLERANCES
 from .common import EXIT_USAGE
-
-if TYPE_CHECKING:
-    import torch
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
@@ -29,10 +25,19 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def parse_device(text: str, *, allow_cpu: bool) -> torch.device:
-    """``cpu`` / ``cuda`` / ``cuda:N`` (no torch parsing surprises such as ``cuda:-1`` or ``meta``)."""
-    import torch
+class DeviceArg(NamedTuple):
+    """A device from the command line: ``str()`` is what torch and the lowering take (``cuda:0``); no torch import
+    to parse it, so that a refused file or value answers at once."""
 
+    type: str  # "cpu" or "cuda"
+    index: int | None = None
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+def parse_device(text: str, *, allow_cpu: bool) -> DeviceArg:
+    """``cpu`` / ``cuda`` / ``cuda:N`` (no torch parsing surprises such as ``cuda:-1`` or ``meta``)."""
     m = _DEVICE_RE.match(text.strip())
     allowed = "cpu or cuda[:N]" if allow_cpu else "cuda[:N]"
     if m is None or (m.group(1) == "cpu" and m.group(2) is not None):
@@ -40,15 +45,15 @@ def parse_device(text: str, *, allow_cpu: bool) -> torch.device:
     if m.group(1) == "cpu":
         if not allow_cpu:
             raise argparse.ArgumentTypeError(f"{text!r}: TensorRT engines run on a cuda device (expected {allowed})")
-        return torch.device("cpu")
-    return torch.device("cuda", int(m.group(2) or 0))
+        return DeviceArg("cpu")
+    return DeviceArg("cuda", int(m.group(2) or 0))
 
 
-def _engine_device(text: str) -> torch.device:
+def _engine_device(text: str) -> DeviceArg:
     return parse_device(text, allow_cpu=False)
 
 
-def _host_or_cuda(text: str) -> torch.device:
+def _host_or_cuda(text: str) -> DeviceArg:
     return parse_device(text, allow_cpu=True)
 
 
@@ -107,10 +112,20 @@ def _output_file(text: str) -> str:
 
 
 def _target_arch(text: str) -> str:
+    """An architecture name the installed builder can target (``sm86``); ``current`` is judged with the device."""
+    from .. import trt
+
     try:
-        return BuildOptions(target_archs=(text,)).target_archs[0]
+        arch = BuildOptions(target_archs=(text,)).target_archs[0]
     except OptionError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    try:
+        problem = trt.default().target_problem(arch)
+    except EngineBuildError:
+        return arch  # no builder here: the lowering says what to install
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return arch
 
 
 def _aten_packets() -> list[str]:
@@ -146,7 +161,8 @@ def torch_op_name(text: str) -> str:
 
 
 def _version() -> str:
-    import torch
+    """The installed distributions' versions, from their metadata: nothing is imported."""
+    from importlib import metadata
 
     from .. import __version__
 
@@ -161,13 +177,13 @@ def _version() -> str:
         "no TensorRT package",
     )
     return (
-        f"et-tensorrt {__version__} (torch {torch.__version__}, executorch {installed('executorch')}, "
+        f"et-tensorrt {__version__} (torch {installed('torch')}, executorch {installed('executorch')}, "
         f"{tensorrt}, onnxruntime {installed('onnxruntime')})"
     )
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the versions are read (torch imported) only when asked for."""
+    """``--version``: the versions are read only when asked for."""
 
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
@@ -281,9 +297,17 @@ def _input_options(p: argparse.ArgumentParser, shapes: str) -> None:
         "--inputs",
         type=_existing_file,
         metavar="FILE",
-        help=f"torch.save file of a tensor or a list of tensors (default: random, of {shapes})",
+        help="torch.save file of a tensor, a list of tensors and Python values (bool, int, float) in the "
+        f"program's input order, or a dict of them by input name (default: random, of {shapes}; a value input "
+        "takes the value it was exported with)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+
+
+def _method_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--method", metavar="NAME", help=f"{what} (default forward; a program without one lists its methods)"
+    )
 
 
 def build_parser(commands, description: str | None = None) -> argparse.ArgumentParser:
@@ -338,7 +362,8 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("pte", type=_existing_file, help="a .pte written by `lower` (or any ExecuTorch program)")
 
     p = sub.add_parser("run", help="run a .pte with et_tensorrt.Runner; print the placement plan and outputs")
-    p.add_argument("pte", type=_existing_file, help="the .pte to run (its forward method)")
+    p.add_argument("pte", type=_existing_file, help="the .pte to run")
+    _method_option(p, "the method to run")
     p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
     _input_options(p, "the shapes the program records")
     p.add_argument(
@@ -373,7 +398,14 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("--device", type=_engine_device, default="cuda:0", help="the GPU (default cuda:0)")
 
     p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
-    p.add_argument("program", type=_existing_file, help="a .pt2 written by torch.export.save")
+    p.add_argument(
+        "program",
+        type=_method_program,
+        nargs="+",
+        metavar="[METHOD=]PROGRAM.pt2",
+        help="a .pt2 written by torch.export.save, or several METHOD=PROGRAM.pt2 (as `lower` takes them)",
+    )
+    _method_option(p, "the method to run and check")
     _input_options(p, "the program's example shapes")
     for name, what in (("atol", "absolute"), ("rtol", "relative")):
         by_precision = ", ".join(f"{k} {getattr(t, name):g}" for k, t in TOLERANCES.items())

@@ -27,7 +27,7 @@ def _write(path: str, pte, replaced: dict[int, bytes]) -> None:
         f.write(bytes(serialize_pte_binary(pte)))
 
 
-def _gpu(device: torch.device):
+def _gpu(device):
     from ..runtime import device_build
 
     if not torch.cuda.is_available():
@@ -37,7 +37,7 @@ def _gpu(device: torch.device):
         )
     if device.index is not None and device.index >= torch.cuda.device_count():
         raise CliError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    return device_build.this_gpu(device)
+    return device_build.this_gpu(torch.device(str(device)))
 
 
 def _with_named_weights(blob, named: dict, pte: str, data_path: str | None):

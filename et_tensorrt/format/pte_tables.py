@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 # Field slots, in program.fbs declaration order.
 _PROGRAM_PLANS, _PROGRAM_DELEGATE_DATA, _PROGRAM_SEGMENTS = 1, 3, 4
-_PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS, _PLAN_OPERATORS, _PLAN_DELEGATES = 0, 2, 3, 4, 6, 7
+_PLAN_NAME, _PLAN_CONTAINER, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS = 0, 1, 2, 3, 4
+_PLAN_OPERATORS, _PLAN_DELEGATES = 6, 7
 _TENSOR_SCALAR_TYPE, _TENSOR_SIZES, _TENSOR_DYNAMISM = 0, 2, 8
 # The KernelTypes union (EValue.val): its type codes, named as ExecuTorch's Python schema classes are.
 _KERNEL_TYPES = (
@@ -44,6 +45,11 @@ class Value:
     scalar_type: int = 0
     sizes: tuple[int, ...] = ()
     dynamic: bool = False
+    value: bool | int | float | None = None  # an Int, Bool or Double value: the value the program holds
+
+
+# Int {int_val: long}, Bool {bool_val: bool}, Double {double_val: double}: the one field of each scalar table.
+_SCALAR_FORMATS = {"Int": "<q", "Bool": "<?", "Double": "<d"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class Plan:
     outputs: list[int] = field(default_factory=list)
     operators: list[tuple[str, str]] = field(default_factory=list)  # (name, overload)
     delegates: list[Delegate] = field(default_factory=list)
+    input_spec: str = ""  # ContainerMetadata.encoded_inp_str: the inputs' pytree spec (torch's treespec JSON)
 
 
 class _Reader:
@@ -134,6 +141,9 @@ class _Reader:
 def _value(r: _Reader, evalue: int) -> Value:
     code = r.scalar(evalue, 0, "<B")
     kind = _KERNEL_TYPES[code] if code < len(_KERNEL_TYPES) else f"KernelTypes({code})"
+    if kind in _SCALAR_FORMATS:
+        table, default = r.ref(evalue, 1), {"Int": 0, "Bool": False, "Double": 0.0}[kind]  # flatbuffers omit defaults
+        return Value(kind, value=r.scalar(table, 0, _SCALAR_FORMATS[kind], default) if table else default)
     if kind != "Tensor":
         return Value(kind or "None")
     tensor = r.ref(evalue, 1)
@@ -143,6 +153,11 @@ def _value(r: _Reader, evalue: int) -> Value:
         tuple(r.numbers(tensor, _TENSOR_SIZES, "i")),
         r.scalar(tensor, _TENSOR_DYNAMISM, "<b") != 0,
     )
+
+
+def _input_spec(r: _Reader, plan: int) -> str:
+    container = r.ref(plan, _PLAN_CONTAINER)
+    return r.string(container, 0) if container else ""
 
 
 def _delegate(r: _Reader, table: int) -> Delegate:
@@ -195,6 +210,7 @@ def read_tables(data, segment_base: int = 0) -> PteTables:
                 outputs=r.numbers(table, _PLAN_OUTPUTS, "i"),
                 operators=[(r.string(op, 0), r.string(op, 1)) for op in r.tables(table, _PLAN_OPERATORS)],
                 delegates=[_delegate(r, d) for d in r.tables(table, _PLAN_DELEGATES)],
+                input_spec=_input_spec(r, table),
             )
         )
     segments = [(r.scalar(s, 0, "<Q"), r.scalar(s, 1, "<Q")) for s in r.tables(root, _PROGRAM_SEGMENTS)]

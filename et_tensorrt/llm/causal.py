@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._quiet import quiet
 from .constants import llm_methods
 
 
+@quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
 def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
     """``{"prefill": ..., "decode": ...}`` ExportedPrograms of one causal LM, as ExecuTorch's CUDA backend and
     optimum-executorch export LLMs: ``prefill`` takes 1 .. max_seq_len - 1 tokens (a dynamic length), ``decode`` one.
@@ -43,6 +45,7 @@ class ExportedLM:
     vocab_size: int
 
 
+@quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
 def export_causal_lm(
     model,
     *,

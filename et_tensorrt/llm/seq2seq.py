@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._quiet import quiet
 from ..errors import OptionError
 
 
@@ -221,6 +222,7 @@ class ExportedSeq2Seq(Mapping):
         return len(self.programs)
 
 
+@quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
 def export_encoder_decoder(
     model,
     max_cache_len: int = 64,

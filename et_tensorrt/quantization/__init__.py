@@ -18,7 +18,10 @@ __all__ = ["TensorRTQuantizer", "get_fp8_config", "get_symmetric_config"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from . import quantizer
+        from .._quiet import quiet_dependencies
+
+        with quiet_dependencies():  # importing torchao: "Failed to load ....so", pytree's Enum deprecation
+            from . import quantizer
 
         return getattr(quantizer, name)
     raise AttributeError(f"module 'et_tensorrt.quantization' has no attribute {name!r}")

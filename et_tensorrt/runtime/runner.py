@@ -136,10 +136,13 @@ class Runner:
 
     def run(
         self,
-        inputs: Sequence[torch.Tensor],
+        inputs: Sequence[torch.Tensor | bool | int | float],
         method: str = "forward",
         outputs: Sequence[torch.Tensor] | None = None,
     ) -> list[torch.Tensor]:
+        """``inputs``: one per method input, in order: a tensor, or for a value input (an export keeps a Python bool,
+        int or float its model took, e.g. ``return_dict=True``) that value; the method takes only the value it was
+        exported with."""
         native = self._require()
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]

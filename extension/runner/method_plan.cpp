@@ -56,6 +56,11 @@ TensorPlacement compose_input(size_t i, const MethodInput& in,
   entry.index = i;
   entry.from = entry.to = in.caller.device;
   entry.address = reinterpret_cast<uintptr_t>(in.method_data);
+  if (!in.value.empty()) {
+    entry.action = Placement::Value;
+    entry.reason = "the value " + in.value + " the program was exported with, passed by value";
+    return entry;
+  }
   std::vector<Hop> hops;
   if (in.copied_into_planned) {
     hops.push_back({Placement::CopyIntoPlanned, in.caller.nbytes,

@@ -17,6 +17,7 @@ struct MethodInput {
   ArgumentInfo caller;                // the caller's tensor
   bool copied_into_planned = false;   // ExecuTorch copied it into memory it planned (zero_copy_inputs=False)
   const void* method_data = nullptr;  // where the method's own input tensor points after set_input
+  std::string value;                  // a value input (bool, int, float): its text; empty for a tensor
 };
 
 // One method output as the runner returned it.

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 
 #include <fstream>
+#include <iomanip>
+#include <sstream>
 
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
@@ -57,8 +59,19 @@ std::string tuple_str(executorch::aten::ArrayRef<T> values) {
 
 // ExecuTorch's Method::set_input checks dtype and sizes only loosely and never the dim order: a
 // transposed input would be read as row-major. Check all three against the program, by name.
+// Whether the method's own input tensor was exported with static dims (ExecuTorch cannot resize it at all).
+bool static_input(const executorch::runtime::Method& m, size_t index) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const EValue& v = m.get_input(index);
+#pragma GCC diagnostic pop
+  return v.isTensor() && v.toTensor().shape_dynamism() == executorch::aten::TensorShapeDynamism::STATIC;
+}
+
+const char* kStaticDims = ": dims exported as static cannot change (export with dynamic_shapes for the dims that vary)";
+
 void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info, size_t index,
-                           const std::string& method) {
+                           const std::string& method, bool is_static) {
   const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
   if (t.scalar_type() != info.scalar_type()) {
     throw UnsupportedDtypeError(where + " has dtype " + dtype_text(t.scalar_type()) + " but the program takes " +
@@ -68,8 +81,9 @@ void check_against_program(const executorch::aten::Tensor& t, const executorch::
   bool fits = static_cast<size_t>(t.dim()) == sizes.size();
   for (size_t d = 0; fits && d < sizes.size(); ++d) fits = t.size(d) <= sizes[d];
   if (!fits) {
-    throw InputShapeError(where + " has shape " + tuple_str(t.sizes()) + " but the program takes at most " +
-                          tuple_str(sizes));
+    // A static input takes exactly its sizes; a dynamic one anything up to the bound its memory was planned for.
+    throw InputShapeError(where + " has shape " + tuple_str(t.sizes()) + " but the program takes " +
+                          (is_static ? tuple_str(sizes) + kStaticDims : "at most " + tuple_str(sizes)));
   }
   const auto order = info.dim_order();
   bool same_order = order.size() == t.dim_order().size();
@@ -137,11 +151,47 @@ void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t
   const Error err = m.set_input(EValue(t), index);
   if (err == Error::Ok) return;
   std::string msg = "input " + std::to_string(index) + " of method '" + method + "' has shape " + tuple_str(t.sizes());
-  if (info != nullptr) {
-    msg += " but the program takes " + tuple_str(info->sizes()) +
-           ": dims exported as static cannot change (export with dynamic_shapes for the dims that vary)";
-  }
+  if (info != nullptr) msg += " but the program takes " + tuple_str(info->sizes()) + kStaticDims;
   throw InputShapeError(msg + " (ExecuTorch error " + std::to_string(static_cast<int>(err)) + ")");
+}
+
+// A value as Python writes it: True, 3, 0.5.
+std::string value_text(const EValue& v) {
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) {
+    std::ostringstream out;
+    out << std::setprecision(17) << v.toDouble();
+    return out.str();
+  }
+  return "a " + std::string(v.isTensor() ? "tensor" : "value");
+}
+
+EValue to_evalue(const MethodArgument& given) {
+  if (const bool* b = std::get_if<bool>(&given)) return EValue(*b);
+  if (const int64_t* n = std::get_if<int64_t>(&given)) return EValue(*n);
+  return EValue(std::get<double>(given));
+}
+
+// A value input (an export keeps a Python bool, int or float its model took): ExecuTorch takes exactly the value
+// the program was exported with. Returns its text for the plan.
+std::string set_value_input(executorch::runtime::Method& m, const MethodArgument& given, size_t index,
+                            const std::string& method) {
+  const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const EValue& expected = m.get_input(index);
+#pragma GCC diagnostic pop
+  const EValue value = to_evalue(given);
+  if (expected.isTensor()) {
+    throw std::invalid_argument(where + " is a tensor; got the value " + value_text(value));
+  }
+  if (m.set_input(value, index) != Error::Ok) {
+    throw std::invalid_argument(where + " is the value the program was exported with, " + value_text(expected) +
+                                ", which it takes as it is; got " + value_text(value) +
+                                ": export again with the value you need");
+  }
+  return value_text(value);
 }
 
 // Where the method's own input tensor points after set_input: the caller's memory, or the buffer ExecuTorch
@@ -183,7 +233,10 @@ std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const e
     out += "input " + std::to_string(i) + ": ";
     auto info = meta.input_tensor_meta(i);
     if (!info.ok()) {
-      out += value_kind(meta.input_tag(i));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      out += value_kind(meta.input_tag(i)) + " (" + value_text(m.get_input(i)) + ")";
+#pragma GCC diagnostic pop
       continue;
     }
     if (!info->name().empty()) out += "'" + std::string(info->name()) + "' ";
@@ -325,7 +378,7 @@ size_t ProgramRunner::num_inputs(const std::string& method) {
   return meta->num_inputs();
 }
 
-std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs, const std::string& method,
+std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& inputs, const std::string& method,
                                            const std::optional<std::vector<at::Tensor>>& outputs,
                                            std::vector<bool>* outputs_written_in_place) {
   ensure_loaded(method);
@@ -343,10 +396,23 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<at::Tensor>& inputs
   std::vector<TensorPtr> descriptors;
   std::vector<MethodInput> plan_inputs(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    descriptors.push_back(describe_input(inputs[i], i, method));
     auto info = meta->input_tensor_meta(i);
-    if (info.ok()) check_against_program(*descriptors.back(), *info, i, method);
-    set_input(m, *descriptors.back(), i, method, info.ok() ? &*info : nullptr);
+    if (!std::holds_alternative<at::Tensor>(inputs[i])) {
+      plan_inputs[i].value = set_value_input(m, inputs[i], i, method);
+      continue;
+    }
+    if (!info.ok()) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      const EValue& expected = m.get_input(i);
+#pragma GCC diagnostic pop
+      throw std::invalid_argument("input " + std::to_string(i) + " of method '" + method + "' is " +
+                                  value_kind(meta->input_tag(i)) + " the program was exported with (" +
+                                  value_text(expected) + "); got a tensor: pass the value");
+    }
+    descriptors.push_back(describe_input(std::get<at::Tensor>(inputs[i]), i, method));
+    check_against_program(*descriptors.back(), *info, i, method, static_input(m, i));
+    set_input(m, *descriptors.back(), i, method, &*info);
     plan_inputs[i].caller = argument_info(*descriptors.back());
     plan_inputs[i].copied_into_planned = info.ok() && info->is_memory_planned();
   }

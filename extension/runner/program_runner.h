@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "../runtime/named_data.h"
@@ -24,6 +25,10 @@ struct RunnerError : std::runtime_error {
 struct InputShapeError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
+
+// One method input: a tensor, or a value (ExecuTorch's Bool, Int and Double inputs: an export keeps a Python
+// value its model took, e.g. a `return_dict=True` keyword, and the method takes exactly that value).
+using MethodArgument = std::variant<at::Tensor, bool, int64_t, double>;
 
 class ProgramRunner {
  public:
@@ -43,7 +48,7 @@ class ProgramRunner {
   // Outputs come back as torch tensors: the caller's `outputs` where given (written in place when the
   // program left that output unplanned, else copied into), otherwise fresh copies of ExecuTorch's.
   // `outputs_written_in_place` reports which outputs needed no copy.
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs, const std::string& method,
+  std::vector<at::Tensor> run(const std::vector<MethodArgument>& inputs, const std::string& method,
                               const std::optional<std::vector<at::Tensor>>& outputs,
                               std::vector<bool>* outputs_written_in_place);
 

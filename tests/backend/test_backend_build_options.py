@@ -59,6 +59,7 @@ class _ExportWouldFail(torch.nn.Module):
         ({"target_device": "cpu"}, ValueError),
         ({"precison": "fp16"}, TypeError),
         ({"et_tensorrt.not_an_option": 1}, TypeError),
+        ({"target_archs": ["sm90"]}, OptionError),  # TensorRT-RTX 1.7.1 names no SM90: judged against the builder
     ],
 )
 def test_lower_checks_options_before_any_work(options, error):

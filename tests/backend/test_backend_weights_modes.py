@@ -104,8 +104,8 @@ def test_each_mode_carries_what_it_says(lowered, refit_blob):
     assert len(lowered["engine-only"]) < len(lowered["both"])
 
 
-def test_refit_lowering_without_a_gpu_names_why(model):
-    with pytest.raises(EngineBuildError, match="cannot build a weight-stripped .* without a GPU.*weights='both'"):
+def test_refit_lowering_without_a_gpu_names_why_before_any_work(model):
+    with pytest.raises(OptionError, match="cannot build a weight-stripped .* without a GPU.*weights 'both'"):
         lower(torch.export.export(model, (X,)), weights="refit")
 
 

@@ -14,16 +14,20 @@ import zipfile
 import pytest
 import torch
 
+import et_tensorrt
 from et_tensorrt import cli
 from et_tensorrt.cli.parser import build_parser
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A real program, inputs, a junk file, and a program recorded on cuda (as a GPU machine saves it)."""
+    """A real program (and lowered: net.pte), a junk file, and a program recorded on cuda (as a GPU machine saves
+    it)."""
     tmp = tmp_path_factory.mktemp("files")
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
-    torch.export.save(torch.export.export(model, (torch.randn(2, 4),)), tmp / "net.pt2")
+    program = torch.export.export(model, (torch.randn(2, 4),))
+    torch.export.save(program, tmp / "net.pt2")
+    (tmp / "net.pte").write_bytes(et_tensorrt.lower(program))  # nothing delegated (min_block_size 5): no build
     (tmp / "junk.pt2").write_bytes(b"PK\x03\x04 not a zip archive" * 8)
     with zipfile.ZipFile(tmp / "net.pt2") as src, zipfile.ZipFile(tmp / "cuda.pt2", "w") as dst:
         for info in src.infolist():
@@ -57,7 +61,21 @@ USAGE_ERRORS = {
     "precision fp8": (("lower", "net.pt2", "-o", "x.pte", "--precision", "fp8"), "invalid choice: 'fp8'", ""),
     "missing program": (("lower", "absent.pt2", "-o", "x.pte"), "'absent.pt2' does not exist", ""),
     "no command": ((), "COMMAND", "see 'et-tensorrt --help'"),
+    # issue 44, row 5: judged against the builder installed (TensorRT-RTX names no SM90) before any work
+    "target-arch sm90": (("lower", "net.pt2", "-o", "x.pte", "--target-arch", "sm90"), "cannot build for 'sm90'", ""),
+    "check of a method the programs lack": (("check", "a=net.pt2", "b=net.pt2", "--method", "c"), "no method 'c'", ""),
 }
+if not torch.cuda.is_available():  # judged against the device present
+    USAGE_ERRORS["weights refit without a GPU"] = (
+        ("lower", "net.pt2", "-o", "x.pte", "--weights", "refit"),
+        "cannot build a weight-stripped (refittable) engine without a GPU",
+        "with 'refit' on a machine with a GPU",
+    )
+    USAGE_ERRORS["target-arch current without a GPU"] = (
+        ("check", "net.pt2", "--target-arch", "current"),
+        "target 'current' is this machine's GPU, and it has none",
+        "",
+    )
 
 
 @pytest.mark.parametrize("case", list(USAGE_ERRORS))
@@ -72,7 +90,7 @@ def test_usage_error_is_one_line_and_status_2(run_cli, files, case):
 
 
 def test_bogus_fallback_policy_is_a_usage_error(run_cli, files):
-    result = run_cli("run", "m.pte", cwd=files, env={"ET_TENSORRT_FALLBACK": "bogus"})
+    result = run_cli("check", "net.pt2", cwd=files, env={"ET_TENSORRT_FALLBACK": "bogus"})
     assert result.status == cli.EXIT_USAGE
     assert "ET_TENSORRT_FALLBACK='bogus' is not one of pytorch, error" in result.error_line
     assert result.stdout == ""
@@ -153,11 +171,38 @@ def test_input_that_is_a_folder(files, capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_run_cuda_without_cuda(files, capsys):
-    code, line = main_err(capsys, "run", files / "m.pte", "--device", "cuda:0")
+    code, line = main_err(capsys, "run", files / "net.pte", "--device", "cuda:0")
     assert code == cli.EXIT_ERROR and "CUDA is not available on this machine" in line
 
 
-def test_inputs_file_must_hold_tensors(files, capsys):
-    torch.save({"x": 1}, files / "in.pt")
-    code, line = main_err(capsys, "run", files / "m.pte", "--inputs", files / "in.pt")
-    assert code == cli.EXIT_ERROR and "must hold a tensor or a list/tuple of tensors" in line
+def test_inputs_file_must_hold_tensors_and_python_values(files, capsys):
+    torch.save(["x", 1], files / "in.pt")
+    code, line = main_err(capsys, "check", files / "net.pt2", "--inputs", files / "in.pt")
+    assert code == cli.EXIT_ERROR
+    assert "must hold a tensor, a list/tuple of tensors and Python values (bool, int, float)" in line
+    assert line.endswith("it holds a list with str item(s)")
+
+
+@pytest.mark.parametrize(
+    "name, make, expected",
+    [
+        ("notes.txt", lambda p: p.write_text("hello"), "is not a torch.export.save program (not a zip archive)"),
+        ("state.pt", lambda p: torch.save({"w": torch.ones(2)}, p), "is a torch.save file (a state dict, tensors"),
+    ],
+)
+def test_a_file_that_is_not_a_program_says_what_it_is(files, capsys, name, make, expected):
+    make(files / name)
+    code, line = main_err(capsys, "explain", files / name)
+    assert code == cli.EXIT_ERROR and expected in line
+    assert "torch.export.save(torch.export.export(model, args, kwargs), 'model.pt2')" in line
+
+
+def test_a_program_torch_cannot_load_names_why(files, capsys):
+    """torch.export.load logs its reason and raises "check the warnings above": the error carries the reason."""
+    with zipfile.ZipFile(files / "net.pt2") as src, zipfile.ZipFile(files / "broken.pt2", "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            dst.writestr(info, b'{"graph_module": 1}' if info.filename.endswith("models/model.json") else data)
+    code, line = main_err(capsys, "explain", files / "broken.pt2")
+    assert code == cli.EXIT_ERROR
+    assert "broken.pt2' could not be loaded by torch.export.load (" in line and "warnings above" not in line

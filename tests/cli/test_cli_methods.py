@@ -30,6 +30,28 @@ def test_lower_prefill_and_decode_into_one_program(run_cli, tmp_path):
     shown = run_cli("inspect", pte, cwd=tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert shown.status == 0 and shown.imported_torch() == []
     assert shown.stdout.count("shared by") == 2 and "decode, prefill" in shown.stdout
+    # `run` names the methods of a program without forward, and runs the one --method names
+    unnamed = run_cli("run", "llm.pte", cwd=tmp_path)
+    assert unnamed.status == 2 and unnamed.error_line == (
+        "error: llm.pte has no method 'forward' (its methods: decode, prefill): name one with --method (e.g. "
+        "--method decode)"
+    )
+    decoded = run_cli("run", "llm.pte", "--method", "decode", cwd=tmp_path)
+    assert decoded.status == 0 and decoded.noise == [], decoded.stderr
+    assert "random inputs (seed 0) of the recorded shapes of method 'decode':" in decoded.stdout
+    assert "output 0: float32(1, 128)" in decoded.stdout
+
+
+def test_check_runs_the_method_it_is_told(run_cli, tmp_path):
+    """Several METHOD=PROGRAM.pt2 lower into one program, as `lower` takes them; `--method` picks the one checked."""
+    torch.manual_seed(0)
+    for name, width in (("narrow", 4), ("wide", 8)):
+        model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 2))
+        torch.export.save(torch.export.export(model.eval(), (torch.randn(2, width),)), tmp_path / f"{name}.pt2")
+    result = run_cli("check", "narrow=narrow.pt2", "wide=wide.pt2", "--method", "wide", cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert "wide = wide.pt2: input float32(2, 8)" in result.stdout
+    assert "check passed" in result.stdout
 
 
 def test_unnamed_and_repeated_methods_are_refused(run_cli, tmp_path):

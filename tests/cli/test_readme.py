@@ -4,8 +4,16 @@ after them, in the same folder."""
 
 from __future__ import annotations
 
+import ast
+import re
+import shlex
+import sys
+from importlib import metadata
+from pathlib import Path
+
 import pytest
-from doc_blocks import commands, printed, python_code, run_python
+from doc_blocks import README, README_RECIPES, SET_UP, commands, install_lines, printed, python_code, run_python
+from packaging.requirements import Requirement
 
 TOUR = "## A 30-second tour of the Python API"
 LLM = "### LLMs: export, lower, decode, generate text"
@@ -44,3 +52,56 @@ def test_readme_quantized_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_fil
     both, gpu = (tmp_path / "int8.pte").stat().st_size, (tmp_path / "int8-gpu.pte").stat().st_size
     assert gpu < both
     assert "an engine-only blob" in run_cli("run", "int8-gpu.pte", cwd=tmp_path).error_line
+
+
+def _setup_requirements() -> tuple[list[str], dict[str, list[str]]]:
+    """setup.py's install_requires and extras_require, read as written (the checkout need not be pip-installed)."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "setup.py").read_text())
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "setup")
+    given = {k.arg: k.value for k in call.keywords}
+    return ast.literal_eval(given["install_requires"]), ast.literal_eval(given["extras_require"])
+
+
+def _closure(requirements: list[str], own: tuple[list[str], dict[str, list[str]]]) -> set[str]:
+    """The distributions those requirements install, through the installed packages' own requirements (markers
+    evaluated for this machine; et_tensorrt's own, with its extras, from setup.py)."""
+    seen: set[str] = set()
+    todo = [(Requirement(r), ()) for r in requirements]
+    while todo:
+        req, _ = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name == "et-tensorrt":
+            todo += [(Requirement(r), ()) for r in own[0] + [r for e in req.extras for r in own[1][e]]]
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in metadata.requires(req.name) or []:
+            dep = Requirement(text)
+            extras = set(req.extras) or {""}
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in extras):
+                todo.append((dep, ()))
+    return seen
+
+
+def test_the_install_lines_install_what_the_recipes_import():
+    """Issue 44, row 1: every module a README recipe imports comes with the README's install lines (the set-up line
+    and each recipe's own, e.g. the LLM recipe's `.[llm]`), not only with the `[test]` extra. .ci/run runs the
+    recipes in a new venv made by exactly these lines (scripts/readme_recipes.py)."""
+    lines = [line for heading in (SET_UP, *README_RECIPES) for line in install_lines(README, heading)]
+    assert any(".[llm]" in line for line in install_lines(README, LLM))
+    named = []
+    for line in lines:
+        for command in line.split("&&"):
+            words = shlex.split(command)
+            if words[:2] == ["pip", "install"]:
+                named += ["et_tensorrt" + w[1:] if w.startswith(".") else w for w in words[2:] if w[0] != "-"]
+    installed = _closure(named, _setup_requirements())
+    module_dists = metadata.packages_distributions()
+    for heading in README_RECIPES:
+        tree = ast.parse(python_code(README, heading))
+        modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        for module in sorted(modules - set(sys.stdlib_module_names) - {"et_tensorrt"}):
+            dists = {re.sub(r"[-_.]+", "-", d).lower() for d in module_dists.get(module, [module])}
+            assert dists & installed, f"{heading}: imports {module} ({dists}), which the install lines do not install"

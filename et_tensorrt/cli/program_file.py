@@ -1,0 +1,228 @@
+"""The ``torch.export.save`` programs the commands take (``explain``, ``lower``, ``check``): what a file is, told
+without torch (:func:`check_program_file`, so that a text file or a state dict is refused at once), and the program
+loaded as its user exported it.
+
+A program exported from a library's model names that library's pytree node types in its input and output specs
+(HF transformers' ``SequenceClassifierOutput``, a ``ModelOutput`` dataclass): ``torch.export.load`` cannot read it
+unless a module registering them was imported first, which a command line cannot do. The commands read such a type
+as the tuple of its children in their saved order (:class:`SavedNode`, its saved context kept as it was, so the
+lowered program records the same spec): they flatten every output anyway, and nothing is imported for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import zipfile
+from collections.abc import Sequence
+
+from .common import CliError, UsageError
+
+_SAVE_HINT = "save one with torch.export.save(torch.export.export(model, args, kwargs), 'model.pt2')"
+
+
+def _is_pte(path: str) -> bool:
+    from ..inspection import NotAProgramError, check_file
+
+    try:
+        check_file(path)
+    except (NotAProgramError, OSError):
+        return False
+    return True
+
+
+def _archive_entries(path: str) -> list[str] | None:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+
+
+def check_program_file(path: str) -> None:
+    """CliError unless ``path`` is a ``torch.export.save`` archive (read without torch: a few milliseconds), naming
+    what it is instead: an ExecuTorch program, a ``torch.save`` file (a state dict), not an archive at all."""
+    if _is_pte(path):
+        raise CliError(
+            f"{path!r} is already an ExecuTorch program (.pte), lowered before: `et-tensorrt run {path}` runs it, "
+            f"`et-tensorrt inspect {path}` shows what it holds; this command takes a torch.export.save program (.pt2)"
+        )
+    names = _archive_entries(path)
+    if names is None:
+        raise CliError(f"{path!r} is not a torch.export.save program (not a zip archive); {_SAVE_HINT}")
+    leaves = {name.rsplit("/", 1)[-1] for name in names}
+    if "data.pkl" in leaves:
+        raise CliError(
+            f"{path!r} is a torch.save file (a state dict, tensors or other objects), not a torch.export.save "
+            f"program: export the model that uses them; {_SAVE_HINT}"
+        )
+    if not leaves & {"archive_format", "serialized_exported_program.json"}:
+        raise CliError(f"{path!r} is a zip archive but not a torch.export.save program; {_SAVE_HINT}")
+
+
+# "in_spec": "[1, {...}]" in the archive's model JSON: each a JSON string holding a pytree spec.
+_SPEC = re.compile(rb'"(?:in_spec|out_spec)":\s*("(?:[^"\\]|\\.)*")')
+
+
+def _spec_types(path: str) -> set[str]:
+    """The pytree node type names the program's input and output specs use."""
+    found: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if node.get("type"):
+                found.add(node["type"])
+            for child in node.get("children_spec") or ():
+                walk(child)
+
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if not name.endswith(".json") or "/models/" not in f"/{name}":
+                continue
+            for match in _SPEC.finditer(archive.read(name)):
+                with contextlib.suppress(ValueError, TypeError, IndexError):
+                    walk(json.loads(json.loads(match.group(1)))[1])
+    return found
+
+
+class SavedNode(tuple):
+    """A pytree node of a type this process does not have, read as the tuple of its children (``context``: the
+    context as saved, written back unchanged). Subclassed once per type name (:func:`register_saved_nodes`)."""
+
+    serialized_type_name = ""
+    context = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{tuple.__repr__(self)}"
+
+
+def _stand_in(name: str) -> type:
+    from torch.utils import _pytree as pytree
+
+    cls = type(name.rsplit(".", 1)[-1], (SavedNode,), {"serialized_type_name": name})
+
+    def unflatten(values, context):
+        node = cls(values)
+        node.context = context
+        return node
+
+    pytree.register_pytree_node(
+        cls,
+        lambda node: (list(node), node.context),
+        unflatten,
+        serialized_type_name=name,
+        to_dumpable_context=lambda context: context,  # the saved text, as saved
+        from_dumpable_context=lambda text: text,
+        flatten_with_keys_fn=lambda node: ([(pytree.SequenceKey(i), v) for i, v in enumerate(node)], node.context),
+    )
+    return cls
+
+
+def register_saved_nodes(path: str) -> list[str]:
+    """A :class:`SavedNode` for each pytree type the program's specs name that this process has not registered;
+    the names."""
+    from torch.utils import _pytree as pytree
+
+    missing = sorted(t for t in _spec_types(path) if t not in pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE)
+    for name in missing:
+        _stand_in(name)
+    return missing
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _load_log():
+    """torch.export.load logs why it failed (a warning with the traceback) and raises "check the warnings above":
+    the records, kept instead of shown, so that the error can say it."""
+    logger = logging.getLogger("torch.export")
+    records = _Records()
+    saved = logger.level, logger.propagate
+    logger.addHandler(records)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        yield records.records
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def _cause(e: Exception, records: list[logging.LogRecord]) -> str:
+    """What went wrong: the exception torch.export.load logged before its own, else the one it raised."""
+    for record in reversed(records):
+        if record.exc_info and record.exc_info[1] is not None:
+            e = record.exc_info[1]
+            break
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
+def _records_cuda(path: str) -> bool:
+    """Whether a .pt2 archive records tensors on a cuda device (its JSON tensor metadata says so)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(
+                re.search(rb'"device":\s*\{"type":\s*"cuda"', archive.read(name))
+                for name in archive.namelist()
+                if name.endswith(".json")
+            )
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def load_program(path: str):
+    """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
+    import torch
+
+    check_program_file(path)
+    register_saved_nodes(path)
+    with _load_log() as records:
+        try:
+            return torch.export.load(path)
+        except Exception as e:
+            if not torch.cuda.is_available() and _records_cuda(path):
+                raise CliError(
+                    f"{path!r} holds tensors saved on a cuda device, and this torch cannot load them "
+                    f"(torch {torch.__version__}, torch.cuda.is_available() is False): export the program on the "
+                    "host (ExecuTorch's usual way), or run on a machine with CUDA"
+                ) from e
+            raise CliError(f"{path!r} could not be loaded by torch.export.load ({_cause(e, records)})") from e
+
+
+def load_programs(named: Sequence[tuple[str | None, str]]):
+    """``[METHOD=]PROGRAM.pt2`` arguments (the parser's (method or None, path) pairs), loaded and their inputs
+    printed: (the ExportedProgram, its path) for one unnamed program, else (method -> ExportedProgram, the paths)
+    for the methods of one program (et_tensorrt.lower's dict)."""
+    from .inputs import describe_specs, program_input_specs
+
+    check_method_names(named)
+    if len(named) == 1 and named[0][0] is None:
+        path = named[0][1]
+        program = load_program(path)
+        print(f"{path}: {describe_specs(program_input_specs(program))}")
+        return program, path
+    programs = {}
+    for name, path in named:
+        programs[name] = load_program(path)
+        print(f"{name} = {path}: {describe_specs(program_input_specs(programs[name]))}")
+    return programs, ", ".join(path for _, path in named)
+
+
+def check_method_names(named: Sequence[tuple[str | None, str]]) -> None:
+    if len(named) == 1 and named[0][0] is None:
+        return
+    if any(name is None for name, _ in named):
+        raise UsageError("several programs are methods of one: name each one, METHOD=PROGRAM.pt2")
+    if len({name for name, _ in named}) != len(named):
+        raise UsageError("a method is named twice: each METHOD=PROGRAM.pt2 names a method of its own")
