@@ -304,6 +304,12 @@ def _input_options(p: argparse.ArgumentParser, shapes: str) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
 
+def _program_arguments(
+    p, help: str = "a .pt2 written by torch.export.save, or several METHOD=PROGRAM.pt2 (as `lower` takes them)"
+) -> None:
+    p.add_argument("program", type=_method_program, nargs="+", metavar="[METHOD=]PROGRAM.pt2", help=help)
+
+
 def _method_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--method", metavar="NAME", help=f"{what} (default forward; a program without one lists its methods)"
@@ -334,12 +340,9 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     _lowering_options(p, full=False)
 
     p = sub.add_parser("lower", help="lower a torch.export.save program to a .pte with the TensorRT delegate")
-    p.add_argument(
-        "program",
-        type=_method_program,
-        nargs="+",
-        metavar="[METHOD=]PROGRAM.pt2",
-        help="a .pt2 written by torch.export.save (the method forward), or several METHOD=PROGRAM.pt2 (e.g. "
+    _program_arguments(
+        p,
+        "a .pt2 written by torch.export.save (the method forward), or several METHOD=PROGRAM.pt2 (e.g. "
         "prefill=prefill.pt2 decode=decode.pt2): one program whose methods share their KV cache, engine and weights",
     )
     p.add_argument("-o", "--output", type=_output_file, required=True, metavar="PTE", help="the .pte to write")
@@ -348,13 +351,7 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p = sub.add_parser(
         "explain", help="what `lower` would delegate, node by node, and why the rest stays on the host (builds nothing)"
     )
-    p.add_argument(
-        "program",
-        type=_method_program,
-        nargs="+",
-        metavar="[METHOD=]PROGRAM.pt2",
-        help="a .pt2 written by torch.export.save, or several METHOD=PROGRAM.pt2 (as `lower` takes them)",
-    )
+    _program_arguments(p)
     _lowering_options(p, full=False)
     _torch_executed_op(p)
 
@@ -398,13 +395,7 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("--device", type=_engine_device, default="cuda:0", help="the GPU (default cuda:0)")
 
     p = sub.add_parser("check", help="lower, run and check against eager PyTorch on your inputs (exit 3 if not passed)")
-    p.add_argument(
-        "program",
-        type=_method_program,
-        nargs="+",
-        metavar="[METHOD=]PROGRAM.pt2",
-        help="a .pt2 written by torch.export.save, or several METHOD=PROGRAM.pt2 (as `lower` takes them)",
-    )
+    _program_arguments(p)
     _method_option(p, "the method to run and check")
     _input_options(p, "the program's example shapes")
     for name, what in (("atol", "absolute"), ("rtol", "relative")):

@@ -250,7 +250,8 @@ def export_encoder_decoder(
     if not getattr(getattr(model, "config", None), "is_encoder_decoder", False):
         raise OptionError(
             f"{type(model).__name__} is not an encoder-decoder (its config says is_encoder_decoder=False): for a "
-            "decoder-only LM use et_tensorrt.llm.export_causal_lm"
+            "decoder-only LM use et_tensorrt.llm.export_causal_lm; an encoder alone (a CTC or transducer speech "
+            "model such as Parakeet) is one program: torch.export it and lower it with et_tensorrt.lower"
         )
     if getattr(model.config, "decoder_start_token_id", None) is None:
         raise OptionError(

@@ -35,3 +35,16 @@ def test_quantization_recipe_runs_on_this_cpu_machine_and_writes_the_gpu_file(tm
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert float(printed(proc.stdout, "int4.pte runs: ").split("%")[0]) < 2  # parity.QUANTIZED_SHARE
     assert (tmp_path / "int4-gpu.pte").stat().st_size < (tmp_path / "int4.pte").stat().st_size
+
+
+def test_models_moe_recipe_is_one_engine_per_method_and_generates(tmp_path, run_cli):
+    heading = "## Recipe: a mixture of experts"
+    proc = run_python(python_code("docs/models.md", heading), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for method in ("prefill", "decode"):
+        line = printed(proc.stdout, f"{method} ")
+        assert line.startswith("1 partition(s), 0 host node(s):") and "aten.sort.default" in line, line
+    (generate,) = commands("docs/models.md", heading)
+    result = run_cli(*generate, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert result.stdout.startswith("the cat") and " generated in " in result.stdout
