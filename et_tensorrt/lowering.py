@@ -267,19 +267,21 @@ def data_path_for(path: str | os.PathLike) -> str:
 def write_program(program, path: str | os.PathLike) -> SavedProgram:
     """An ``ExecutorchProgramManager`` written to ``path`` and, when it keeps named data outside the .pte (one
     external tag, as ``named_data="ptd"`` makes), to :func:`data_path_for` ``path``; piece by piece, never joined
-    in memory."""
+    in memory. Atomic (:func:`et_tensorrt.atomic_file.replacing`): a save that fails (a full disk) or is killed
+    leaves the files at those paths as they were; an ``OSError`` names the file."""
+    from .atomic_file import replacing
+
     path = os.fspath(path)
-    with open(path, "wb") as f:
-        program.write_to_file(f)
     data = dict(program._tensor_data or {})  # ExecuTorch's serialized .ptd files by external tag
-    data_path = None
     if len(data) > 1:
         raise OptionError(f"the program keeps named data in {len(data)} external files ({sorted(data)}); expected one")
-    if data:
-        (cord,) = data.values()
-        data_path = data_path_for(path)
-        with open(data_path, "wb") as f:
-            cord.write_to_file(f)
+    data_path = data_path_for(path) if data else None
+    # the .ptd renamed into place first: the .pte, which needs it, last
+    with replacing(*filter(None, (data_path, path))) as files:
+        if data:
+            (cord,) = data.values()
+            cord.write_to_file(files[0])
+        program.write_to_file(files[-1])
     size = os.path.getsize
     return SavedProgram(path, data_path, size(path), size(data_path) if data_path else 0)
 

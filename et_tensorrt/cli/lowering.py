@@ -158,6 +158,7 @@ def lower_program(
 
 
 def write_program(path: str, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
+    from ..atomic_file import write_bytes
+
+    write_bytes(path, data)
     print(f"wrote {path} ({len(data):,} bytes)")

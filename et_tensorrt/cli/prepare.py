@@ -21,10 +21,12 @@ def _write(path: str, pte, replaced: dict[int, bytes]) -> None:
     (backend_delegate_data index -> bytes) swapped in."""
     from executorch.exir._serialize._program import serialize_pte_binary
 
+    from ..atomic_file import replacing
+
     for index, payload in replaced.items():
         pte.program.backend_delegate_data[index].data = payload
-    with open(path, "wb") as f:
-        f.write(bytes(serialize_pte_binary(pte)))
+    with replacing(path) as (f,):
+        serialize_pte_binary(pte).write_to_file(f)
 
 
 def _gpu(device):
