@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import functools
 import hashlib
 import json
@@ -68,11 +69,25 @@ _HEAD = struct.Struct("<8sIIQ32s")
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _CHUNK = 8 * 1024 * 1024
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+# A folder that takes no new file or link: read-only (a prepared cache on read-only media), not ours, full
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EMLINK, errno.EXDEV)
 
 # Process-wide counters (tests read them to prove a hit without timing).
 stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "corrupt": 0}
 
 _source: contextvars.ContextVar[str | None] = contextvars.ContextVar("et_tensorrt_cache_source", default=None)
+_noticed: set[tuple[str, str]] = set()  # (folder, what) already told: one notice per cause, not one per partition
+
+
+def _notice(what: str, exc: OSError, consequence: str) -> None:
+    """One warning per cache folder and cause (``what``: "write", "read", ...) for the process: a full or
+    read-only cache costs builds (or disk), never a lowering, and says so once."""
+    folder = str(cache_dir())
+    if (folder, what) in _noticed:
+        return
+    _noticed.add((folder, what))
+    reason = exc.strerror or str(exc)
+    logger.warning("build cache: cannot %s %s (%s); %s", what, folder, reason, consequence)
 
 
 def cache_dir() -> Path:
@@ -254,7 +269,12 @@ class EngineWriter:
     time, is in it), completes the head (lengths, sha256), moves the entry into place (unless it exceeds the
     limit) and returns the engine as a private hard link to it (the cache may evict the entry at any time).
     Without one, the chunks go to a private temp file. Either way ``commit`` returns a
-    :class:`~et_tensorrt.builder.held_data.FileRegion` of the engine alone that removes its file when it goes."""
+    :class:`~et_tensorrt.builder.held_data.FileRegion` of the engine alone that removes its file when it goes.
+
+    A cache that cannot take the engine (a full disk: ``ENOSPC`` in the middle of the stream) costs the caching,
+    not the build: the chunks so far move to a private temp file and the rest follow there (one notice). TensorRT
+    swallows what its stream writer raises, so a failure to write the engine anywhere is kept in :attr:`error`
+    (the builder raises it) and the writer answers 0 bytes written, which ends the build."""
 
     def __init__(self, entry: Entry | None = None):
         self._entry = entry
@@ -262,22 +282,68 @@ class EngineWriter:
         self._entry_sha = hashlib.sha256()
         self.nbytes = 0
         self.stored = False  # whether commit() moved the entry into the cache
+        self.error: OSError | None = None  # why the engine could not be written anywhere
         self._offset = _HEAD.size if entry is not None else 0
         directory = cache_dir() if entry is not None else Path(tempfile.gettempdir())
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
-        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=SUFFIX if entry else ".engine")
-        self._file = os.fdopen(fd, "wb")
+        self._tmp, self._file = self._create(directory, SUFFIX if entry else ".engine")
         if entry is not None:
-            self._file.write(bytes(_HEAD.size))  # completed by commit()
+            self._put(bytes(_HEAD.size))  # completed by commit()
+
+    @staticmethod
+    def _create(directory: Path, suffix: str):
+        fd, path = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=suffix)
+        return path, os.fdopen(fd, "wb", buffering=0)  # unbuffered: what write() accepted is in the file
+
+    def _put(self, data) -> None:
+        view = memoryview(data).cast("B")
+        while view.nbytes:
+            view = view[self._file.write(view) :]
 
     def write(self, chunk) -> int:
-        self._file.write(chunk)
+        if self.error is not None:
+            return 0
+        try:
+            self._put(chunk)
+        except OSError as exc:
+            if self._entry is None or not self._spill(exc):
+                self.error = OSError(exc.errno, f"cannot write the engine to {self._tmp}: {exc.strerror or exc}")
+                return 0
+            self._put(chunk)
         self._engine_sha.update(chunk)
         self._entry_sha.update(chunk)
         n = memoryview(chunk).nbytes
         self.nbytes += n
         return n
+
+    def _spill(self, exc: OSError) -> bool:
+        """The cache entry could not take a chunk: the engine so far moves to a private temp file (this writer is
+        then one without an entry). Whether it could."""
+        _notice("write to", exc, "engines are built and used without being cached")
+        try:
+            tmp, file = self._create(Path(tempfile.gettempdir()), ".engine")
+        except OSError:
+            return False
+        try:
+            with open(self._tmp, "rb") as src:
+                src.seek(self._offset)
+                left = self.nbytes
+                while left:
+                    chunk = src.read(min(_CHUNK, left))
+                    if not chunk:
+                        raise OSError(f"{self._tmp} ended {left} bytes early")
+                    view = memoryview(chunk)
+                    while view.nbytes:
+                        view = view[file.write(view) :]
+                    left -= len(chunk)
+        except OSError:
+            file.close()
+            os.unlink(tmp)
+            return False
+        self.abort()
+        self._entry, self._offset, self._tmp, self._file, self._dir = None, 0, tmp, file, Path(tmp).parent
+        return True
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
@@ -288,38 +354,47 @@ class EngineWriter:
     def commit(self, hold: bool = True, build_seconds: float | None = None) -> FileRegion | None:
         """Completes the engine (``build_seconds``: recorded in the entry); returns it held (``hold``) or None."""
         sha = self._engine_sha.digest()
+
+        def private() -> FileRegion | None:  # the written file itself, ours alone: removed when the region goes
+            return FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True) if hold else self.abort()
+
         if self._entry is None:
             self._file.close()
-            return FileRegion(self._tmp, 0, self.nbytes, sha, owned=True)
+            return private()
         entry = self._entry
         if build_seconds is not None:
             entry.build_seconds = round(build_seconds, 3)
         if entry.info.get("source") is None and _source.get() is not None:
             entry.info["source"] = _source.get()
         recipe, header = entry.recipe or b"", _header(entry)
-        for part in (recipe, header):
-            self._file.write(part)
-            self._entry_sha.update(part)
         payload = self.nbytes + len(recipe)
-        self._file.seek(0)
-        self._file.write(_HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), payload, self._entry_sha.digest()))
-        self._file.close()
+        try:
+            for part in (recipe, header):
+                self._put(part)
+                self._entry_sha.update(part)
+            self._file.seek(0)
+            self._put(_HEAD.pack(_MAGIC, FORMAT_VERSION, len(header), payload, self._entry_sha.digest()))
+            self._file.close()
+        except OSError as exc:  # the engine itself is whole in the file: used, not cached
+            with contextlib.suppress(OSError):
+                self._file.close()
+            _notice("write to", exc, "engines are built and used without being cached")
+            return private()
         key, limit = entry.key, max_bytes()
         size = _HEAD.size + payload + len(header)
         if size > limit:
             logger.info("build cache: %s entry of %d bytes exceeds the limit %d; not stored", key[:16], size, limit)
-            region = FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)  # removes the file when it goes
-            return region if hold else None
-        # Our own name for the engine first (a link to the temp file, before the entry can be replaced or evicted)
+            return private()
         held = None
-        if hold:
-            held = FileRegion(private_link(self._tmp, self._dir), self._offset, self.nbytes, sha, owned=True)
         try:
+            # Our own name for the engine first (a link to the temp file, before the entry can be replaced or
+            # evicted)
+            if hold:
+                held = FileRegion(private_link(self._tmp, self._dir), self._offset, self.nbytes, sha, owned=True)
             os.replace(self._tmp, _path(key))
         except OSError as exc:
-            logger.warning("build cache: cannot write to %s (%s)", self._dir, exc)
-            region = FileRegion(self._tmp, self._offset, self.nbytes, sha, owned=True)  # removes the file when it goes
-            return held or (region if hold else None)
+            _notice("write to", exc, "engines are built and used without being cached")
+            return private()  # (a held link made before the failure removes itself)
         stats["stores"] += 1
         self.stored = True
         evict(limit, keep=key)
@@ -328,12 +403,12 @@ class EngineWriter:
 
 def engine_writer(entry: Entry | None) -> EngineWriter:
     """An :class:`EngineWriter` for a new entry, or a plain private file where the cache cannot be written (a
-    read-only home must not fail lowering)."""
+    read-only home must not fail lowering: one notice)."""
     if entry is not None:
         try:
             return EngineWriter(entry)
         except OSError as exc:
-            logger.warning("build cache: cannot write to %s (%s)", cache_dir(), exc)
+            _notice("write to", exc, "engines are built and used without being cached")
     return EngineWriter(None)
 
 
@@ -389,15 +464,21 @@ def discard(key: str, why: str) -> None:
 
 def load(key: str) -> Entry | None:
     """The entry for ``key``, or None (a miss). An entry that fails its checks is removed and is a miss. The
-    engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole);
-    the RECIPE (a few KiB) is read."""
+    engine is checked by reading it in chunks and held as a private hard link to the entry (never read whole) or,
+    where the folder takes no link (a read-only cache, prepared ahead), through an open descriptor of the entry:
+    loading never needs to write. The RECIPE (a few KiB) is read."""
     path = _path(key)
-    held = None
+    held = fd = None
     try:
         # Read through a name of our own (a writer may replace the entry, or another process evict it, meanwhile):
         # the engine is then held as a region of that file, checked here chunk by chunk, never read whole.
-        held = private_link(path, cache_dir())
-        with open(held, "rb") as f:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            held = private_link(path, cache_dir())
+        except OSError as exc:  # keeps the entry's file open instead (it outlives an eviction)
+            if exc.errno not in _CANNOT_WRITE:
+                raise
+        with open(held if held is not None else f"/proc/self/fd/{fd}", "rb") as f:
             size = os.fstat(f.fileno()).st_size
             payload_len, digest, header = _read_head(f, size)
             header_bytes = header.pop("raw")
@@ -415,7 +496,11 @@ def load(key: str) -> Entry | None:
             recipe = f.read(recipe_len) if recipe_len is not None else None
             check.update(recipe or b"")
             check.update(header_bytes)
-        engine = FileRegion(held, _HEAD.size, engine_len, engine_sha.digest(), owned=True)
+        if held is not None:
+            engine = FileRegion(held, _HEAD.size, engine_len, engine_sha.digest(), owned=True)
+        else:
+            engine = FileRegion(path, _HEAD.size, engine_len, engine_sha.digest(), fd=fd)
+            fd = None  # the region owns it now
         held = None  # the region owns it now
     except FileNotFoundError:
         stats["misses"] += 1
@@ -432,6 +517,8 @@ def load(key: str) -> Entry | None:
         if held is not None:
             with contextlib.suppress(OSError):
                 os.unlink(held)
+        if fd is not None:
+            os.close(fd)
     try:
         if left or (recipe is not None and len(recipe) != recipe_len) or check.digest() != digest:
             raise _Corrupt("checksum mismatch")

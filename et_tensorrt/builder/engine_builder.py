@@ -168,6 +168,8 @@ def build_network_engine(export: OnnxExport, settings: BuildSettings, sink) -> N
     # Streamed out in chunks as TensorRT serializes it (never a whole engine in memory beside the builder's own
     # working copy of the weights): into a build-cache entry, or a private temp file.
     built = flavour.build_to(builder, network, config, sink)
+    if getattr(sink, "error", None) is not None:  # TensorRT swallows what the stream writer raised
+        raise EngineBuildError(f"{flavour.label} built the engine but it could not be stored: {sink.error}")
     if not built or sink.nbytes == 0:
         errors = log.errors()
         if settings.strip_weights and not _cuda_available():

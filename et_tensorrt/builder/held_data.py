@@ -100,13 +100,26 @@ class TensorData(HeldData):
 
 class FileRegion(HeldData):
     """``nbytes`` bytes at ``offset`` of the file at ``path``; with ``owned`` the file is removed when this object
-    goes (a private temp file or a private hard link to a cache entry)."""
+    goes (a private temp file or a private hard link to a cache entry). With ``fd`` (an open descriptor of that
+    file, which this object then owns and closes) the bytes are read through it: the file may be replaced or
+    removed meanwhile (a cache entry held where no private link can be made: a read-only cache)."""
 
-    def __init__(self, path: str | os.PathLike, offset: int, nbytes: int, sha256: bytes | None = None, owned=False):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        offset: int,
+        nbytes: int,
+        sha256: bytes | None = None,
+        owned=False,
+        fd: int | None = None,
+    ):
         super().__init__(nbytes, sha256)
         self._path = os.fspath(path)
         self.offset = int(offset)
-        if owned:
+        self._fd = fd
+        if fd is not None:
+            self._finalizer = weakref.finalize(self, os.close, fd)
+        elif owned:
             self._finalizer = weakref.finalize(self, _remove, self._path)
 
     @property
@@ -117,9 +130,15 @@ class FileRegion(HeldData):
     def path(self) -> str:
         return self._path
 
+    def _open(self):
+        """The file, read from the region's start: through the held descriptor when there is one (a file
+        description of its own, so readers keep their own offsets, and the file read even once removed)."""
+        f = open(f"/proc/self/fd/{self._fd}" if self._fd is not None else self._path, "rb")
+        f.seek(self.offset)
+        return f
+
     def chunks(self):
-        with open(self._path, "rb") as f:
-            f.seek(self.offset)
+        with self._open() as f:
             left = self._size
             while left:
                 chunk = f.read(min(_CHUNK, left))
@@ -129,8 +148,7 @@ class FileRegion(HeldData):
                 yield chunk
 
     def write_to_file(self, outfile) -> None:
-        with open(self._path, "rb") as f:
-            f.seek(self.offset)
+        with self._open() as f:
             _copy(f, outfile, self._size, self._path)
 
     def view(self) -> memoryview:
@@ -138,7 +156,7 @@ class FileRegion(HeldData):
         lives as long as the view and anything made from it."""
         if not self._size:
             return memoryview(b"")
-        with open(self._path, "rb") as f:
+        with self._open() as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         return memoryview(mapped)[self.offset : self.offset + self._size]
 
