@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import NamedTuple
 
 from ._text import table
+from .format import input_guards as guards_mod
 from .format.dtypes import scalar_type_name as scalar_name  # torch's names by the format's one table: no torch
 
 # A .pte is a flatbuffer whose file identifier (bytes 4..8) is "ET" + a two-digit schema version, then
@@ -494,6 +495,9 @@ def format_delegate(d: DelegateInfo) -> list:
         spec = format_spec(scalar_name(e.dtype), blob_dims(e.dims))
         rows.append(("input" if e.role == 0 else "output", e.name, e.device, spec))
     lines.extend(table(rows, indent="  "))
+    if b.input_guards:  # checked before each call (docs/blob-format.md, INPUT_GUARDS)
+        lines.append("  input guards (what the exported program requires of its inputs together, checked per call):")
+        lines.extend(f"    {line}" for line in guards_mod.describe(b.input_guards))
     if b.states:
         total = _kib(sum(e.nbytes for e in b.states))
         lines.append(f"  state the delegate owns on {exec_dev} ({total}, docs/stateful-decode.md):")

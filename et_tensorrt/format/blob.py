@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from et_tensorrt.errors import BlobFormatError
 from et_tensorrt.format import _reader, state_table
+from et_tensorrt.format import input_guards as guards_mod
 from et_tensorrt.format import recipe as recipe_mod
 from et_tensorrt.format import refit_map as refit_map_mod
 from et_tensorrt.format.dtypes import scalar_type_code
@@ -47,6 +48,7 @@ SECTION_STATE = 8  # the state tensors the delegate owns across calls (format/st
 SECTION_DIGESTS = 9  # version 3 on: (kind, CRC-32) of every other section
 SECTION_RECIPE = 10  # how to build the engine on the device: weightless ONNX + initializer recipes (format/recipe.py)
 SECTION_NAMED_DATA = 11  # the ENGINE and WEIGHTS data that live in ExecuTorch's named data, by key
+SECTION_INPUT_GUARDS = 12  # what the program requires of its arguments beyond their ranges (format/input_guards.py)
 # Header flag bit 0: the blob has a STATE section. Readers refuse unknown flags, so one that predates STATE
 # refuses a stateful blob instead of running its engine without the state.
 FLAG_STATE = 1
@@ -187,6 +189,7 @@ class Blob:
     states: list = field(default_factory=list)  # state_table.StateEntry, as the reader parsed them
     named: list[NamedRef] = field(default_factory=list)  # the data the blob leaves to ExecuTorch's named data
     recipe: object | None = None  # recipe.Recipe: the RECIPE section, None without one
+    input_guards: guards_mod.InputGuards = field(default_factory=guards_mod.InputGuards)
     # The delegate's WEIGHTS as tensors viewing its buffer (no copy; the delegate keeps the buffer alive for
     # them); None from read_blob, where the loader copies each weight out of ``data``.
     weight_views: list | None = None
@@ -301,6 +304,7 @@ class Blob:
                 for n in parsed.get("named_data") or []
             ],
             recipe=recipe_mod.Recipe.from_parsed(parsed.get("recipe"), copy=copy),
+            input_guards=guards_mod.from_parsed(parsed.get("input_guards")),
             weight_views=parsed.get("weight_views"),
             metadata=meta,
             exec_device_type=exec_type,
@@ -522,6 +526,7 @@ def write_blob(
     recipe: bytes | None = None,
     metadata: dict | None = None,
     named: Sequence[NamedRef] = (),
+    guards: guards_mod.InputGuards | None = None,
     exec_device_type: int = DEVICE_CUDA,
     exec_device_index: int = 0,
 ) -> bytes:
@@ -530,6 +535,7 @@ def write_blob(
     the STATE table (state_table.encode_state_table) of a partition that owns mutable buffers;
     ``recipe``: the RECIPE payload (recipe.encode), whose initializers are rebuilt from WEIGHTS (in
     the blob or named). ``engine``: bytes, or a file region (builder/held_data.py), read into the blob.
+    ``guards``: what the program requires of its arguments beyond their ranges (an INPUT_GUARDS section).
     ``named``: the engine and weights whose data is ExecuTorch named data instead (a NAMED_DATA section; the
     engine is then None)."""
     named_engine = any(r.target == NAMED_ENGINE for r in named)
@@ -560,6 +566,8 @@ def write_blob(
         sections.append((SECTION_RECIPE, recipe))
     if named:
         sections.append((SECTION_NAMED_DATA, encode_named_data(named)))
+    if guards:
+        sections.append((SECTION_INPUT_GUARDS, guards_mod.encode(guards)))
     if metadata:
         sections.append((SECTION_METADATA, json.dumps(metadata, sort_keys=True).encode("utf-8")))
     return write_sections(sections, exec_device_type, exec_device_index, flags=_flags_for(sections))

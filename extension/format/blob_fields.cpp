@@ -166,6 +166,30 @@ py::dict blob_fields(const DelegateBlob& blob, const uint8_t* base, const py::ob
   } else {
     out["recipe"] = py::none();
   }
+  if (blob.input_guards.present) {
+    py::list dims, indices;
+    for (const DimGuard& g : blob.dim_guards) {
+      py::dict d;
+      d["argument"] = g.argument;
+      d["dim"] = g.dim;
+      d["symbol"] = g.symbol;
+      d["scale"] = g.scale;
+      d["offset"] = g.offset;
+      dims.append(d);
+    }
+    for (const IndexGuard& g : blob.index_guards) {
+      py::dict d;
+      d["argument"] = g.argument;
+      d["bound"] = g.bound;
+      indices.append(d);
+    }
+    py::dict guards;
+    guards["dims"] = dims;
+    guards["indices"] = indices;
+    out["input_guards"] = guards;
+  } else {
+    out["input_guards"] = py::none();
+  }
   out["weight_views"] = py::none();
   return out;
 }

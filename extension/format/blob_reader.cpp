@@ -21,13 +21,14 @@ enum SectionKind : uint32_t {
   kEngine = 2,
   kProgram = 3,  // version 1 only
   kMetadata = 4,
-  kGraph = 5,       // version 2 on
-  kWeights = 6,     // version 2 on
-  kRefitMap = 7,    // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
-  kState = 8,       // version 2 on: the state tensors the delegate owns (et_tensorrt/format/state_table.py)
-  kDigests = 9,     // version 3 on: a CRC-32 of every other section, checked before any of them is read
-  kRecipe = 10,     // version 2 on: how to build the engine on the device (et_tensorrt/format/recipe.py)
-  kNamedData = 11,  // version 2 on: the ENGINE / WEIGHTS data that is ExecuTorch named data, by key
+  kGraph = 5,         // version 2 on
+  kWeights = 6,       // version 2 on
+  kRefitMap = 7,      // version 2 on: a weight-stripped ENGINE's recipes over WEIGHTS
+  kState = 8,         // version 2 on: the state tensors the delegate owns (et_tensorrt/format/state_table.py)
+  kDigests = 9,       // version 3 on: a CRC-32 of every other section, checked before any of them is read
+  kRecipe = 10,       // version 2 on: how to build the engine on the device (et_tensorrt/format/recipe.py)
+  kNamedData = 11,    // version 2 on: the ENGINE / WEIGHTS data that is ExecuTorch named data, by key
+  kInputGuards = 12,  // version 2 on: what the program requires of its arguments beyond their ranges
 };
 constexpr size_t kWeightEntryFixedSize = 24;
 
@@ -607,9 +608,58 @@ void check_state_guards(const DelegateBlob& blob) {
   }
 }
 
+// INPUT_GUARDS: u32 dim count, u32 index count, dim entries (u32 argument, i32 dim, u32 symbol, u32 0, i64 scale,
+// i64 offset), index entries (u32 argument, u32 0, i64 bound). Each names an argument that exists and can hold
+// it: a dim of a tensor (or -1, a size's value), an integer tensor for an index; a symbol's entries are adjacent.
+void read_input_guards(DelegateBlob& blob) {
+  Reader r(blob.input_guards.data, blob.input_guards.size, "INPUT_GUARDS");
+  const uint32_t n_dims = r.read<uint32_t>();
+  const uint32_t n_indices = r.read<uint32_t>();
+  if (n_dims > r.remaining() / 32 || n_indices > (r.remaining() - 32 * static_cast<size_t>(n_dims)) / 16) {
+    fail("INPUT_GUARDS declares more entries than it holds (truncated)");
+  }
+  std::set<uint32_t> done;  // symbols whose entries ended
+  for (uint32_t i = 0; i < n_dims; ++i) {
+    const std::string what = "INPUT_GUARDS dim entry " + std::to_string(i);
+    DimGuard g;
+    g.argument = r.read<uint32_t>();
+    g.dim = r.read<int32_t>();
+    g.symbol = r.read<uint32_t>();
+    if (r.read<uint32_t>() != 0) fail(what + " has a non-zero reserved field");
+    g.scale = r.read<int64_t>();
+    g.offset = r.read<int64_t>();
+    if (g.argument >= blob.inputs.size()) fail(what + " names argument " + std::to_string(g.argument) + ", not one");
+    const IoEntry& e = blob.inputs[g.argument];
+    const bool fits = e.is_size() ? g.dim == -1 : g.dim >= 0 && static_cast<size_t>(g.dim) < e.dims.size();
+    if (!fits) fail(what + " names dim " + std::to_string(g.dim) + ", which its argument does not have");
+    if (g.scale < 1) fail(what + " has a scale below 1");
+    if (!blob.dim_guards.empty() && blob.dim_guards.back().symbol != g.symbol) {
+      done.insert(blob.dim_guards.back().symbol);
+    }
+    if (done.count(g.symbol)) fail(what + ": the entries of symbol " + std::to_string(g.symbol) + " are not adjacent");
+    blob.dim_guards.push_back(g);
+  }
+  for (uint32_t i = 0; i < n_indices; ++i) {
+    const std::string what = "INPUT_GUARDS index entry " + std::to_string(i);
+    IndexGuard g;
+    g.argument = r.read<uint32_t>();
+    if (r.read<uint32_t>() != 0) fail(what + " has a non-zero reserved field");
+    g.bound = r.read<int64_t>();
+    if (g.argument >= blob.inputs.size() || blob.inputs[g.argument].is_size()) {
+      fail(what + " names argument " + std::to_string(g.argument) + ", which is not a tensor input");
+    }
+    const EtScalarType t = blob.inputs[g.argument].dtype;
+    if (t != EtScalarType::Long && t != EtScalarType::Int) fail(what + " guards an input that is not int32 or int64");
+    if (g.bound < 1) fail(what + " has a bound below 1");
+    blob.index_guards.push_back(g);
+  }
+  if (r.remaining() != 0) fail("INPUT_GUARDS has trailing bytes");
+}
+
 std::string section_name(uint32_t kind) {
-  static const char* const names[] = {"",        "IO_TABLE",  "ENGINE", "PROGRAM", "METADATA", "GRAPH",
-                                      "WEIGHTS", "REFIT_MAP", "STATE",  "DIGESTS", "RECIPE",   "NAMED_DATA"};
+  static const char* const names[] = {"",       "IO_TABLE",   "ENGINE",      "PROGRAM", "METADATA",
+                                      "GRAPH",  "WEIGHTS",    "REFIT_MAP",   "STATE",   "DIGESTS",
+                                      "RECIPE", "NAMED_DATA", "INPUT_GUARDS"};
   return kind < sizeof(names) / sizeof(names[0]) && kind > 0 ? names[kind] : "section " + std::to_string(kind);
 }
 
@@ -744,6 +794,9 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
       case kNamedData:
         if (v2) blob.named_data = span;
         break;
+      case kInputGuards:
+        if (v2) blob.input_guards = span;
+        break;
       default:
         break;  // forward compatible: unknown sections are skipped (so are 5-7 in version 1)
     }
@@ -817,6 +870,7 @@ DelegateBlob parse_delegate_blob(const void* data, size_t size) {
     fail("IO_TABLE has trailing bytes");
   }
   check_state_guards(blob);
+  if (blob.input_guards.present) read_input_guards(blob);
   return blob;
 }
 

@@ -117,6 +117,22 @@ struct StateEntry {
   std::vector<std::string> methods;
 };
 
+// INPUT_GUARDS (docs/blob-format.md): what the partition's program requires of its arguments beyond their own
+// ranges, as torch.export recorded it. A dim guard says that dim `dim` of argument `argument` (or, dim -1, the
+// value of a size argument) is scale * symbol + offset: the guards of one symbol must agree. An index guard says
+// that every value of an integer argument lies in [0, bound) (the rows of the table it looks up).
+struct DimGuard {
+  uint32_t argument = 0;
+  int32_t dim = 0;  // -1: the value of a size argument
+  uint32_t symbol = 0;
+  int64_t scale = 1, offset = 0;
+};
+
+struct IndexGuard {
+  uint32_t argument = 0;
+  int64_t bound = 0;
+};
+
 // A view of one section inside the caller's buffer (not owned).
 struct ByteSpan {
   const uint8_t* data = nullptr;
@@ -153,11 +169,14 @@ struct DelegateBlob {
   ByteSpan state;           // the STATE section, parsed into `states`
   ByteSpan recipe_section;  // the RECIPE section, parsed into `recipe`
   ByteSpan named_data;      // the NAMED_DATA section, parsed into `named_entries`
+  ByteSpan input_guards;    // the INPUT_GUARDS section, parsed into `dim_guards` and `index_guards`
   std::vector<WeightEntry> weight_entries;
   std::vector<RefitEntry> refit_entries;      // REFIT_MAP parsed
   std::vector<StateEntry> states;             // STATE parsed
   Recipe recipe;                              // RECIPE parsed
   std::vector<NamedDataEntry> named_entries;  // NAMED_DATA parsed
+  std::vector<DimGuard> dim_guards;           // INPUT_GUARDS parsed, grouped by symbol
+  std::vector<IndexGuard> index_guards;
   // The engine is named data (no ENGINE section): `engine` is empty until the delegate resolves it.
   bool engine_named() const;
 };

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "delegate_fields_check.h"
 #include "executorch_log.h"
 #include "kernel_threadpool.h"
+#include "method_inputs.h"
 
 namespace et_tensorrt {
 namespace {
@@ -70,11 +72,11 @@ bool static_input(const executorch::runtime::Method& m, size_t index) {
 
 const char* kStaticDims = ": dims exported as static cannot change (export with dynamic_shapes for the dims that vary)";
 
-void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info, size_t index,
-                           const std::string& method, bool is_static) {
-  const std::string where = "input " + std::to_string(index) + " of method '" + method + "'";
+// `where`: the input's label ("input 1 ('cache_position') of method 'decode'").
+void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info,
+                           const std::function<std::string()>& where, bool is_static) {
   if (t.scalar_type() != info.scalar_type()) {
-    throw UnsupportedDtypeError(where + " has dtype " + dtype_text(t.scalar_type()) + " but the program takes " +
+    throw UnsupportedDtypeError(where() + " has dtype " + dtype_text(t.scalar_type()) + " but the program takes " +
                                 dtype_text(info.scalar_type()));
   }
   const auto sizes = info.sizes();
@@ -82,14 +84,14 @@ void check_against_program(const executorch::aten::Tensor& t, const executorch::
   for (size_t d = 0; fits && d < sizes.size(); ++d) fits = t.size(d) <= sizes[d];
   if (!fits) {
     // A static input takes exactly its sizes; a dynamic one anything up to the bound its memory was planned for.
-    throw InputShapeError(where + " has shape " + tuple_str(t.sizes()) + " but the program takes " +
+    throw InputShapeError(where() + " has shape " + tuple_str(t.sizes()) + " but the program takes " +
                           (is_static ? tuple_str(sizes) + kStaticDims : "at most " + tuple_str(sizes)));
   }
   const auto order = info.dim_order();
   bool same_order = order.size() == t.dim_order().size();
   for (size_t d = 0; same_order && d < order.size(); ++d) same_order = order[d] == t.dim_order()[d];
   if (!same_order) {
-    throw LayoutError(where + " has dim order " + tuple_str(t.dim_order()) + " but the program reads dim order " +
+    throw LayoutError(where() + " has dim order " + tuple_str(t.dim_order()) + " but the program reads dim order " +
                       tuple_str(order) + "; pass .contiguous() (or the memory_format the program was exported with)");
   }
 }
@@ -147,10 +149,10 @@ std::string read_program_flatbuffer(const std::string& path) {
 // Method::set_input's own refusals (a static dim that differs, a rank it cannot resize to) come back as a bare
 // error code; name the input, what the program takes and what was given instead.
 void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t, size_t index,
-               const std::string& method, const executorch::runtime::TensorInfo* info) {
+               const std::function<std::string()>& where, const executorch::runtime::TensorInfo* info) {
   const Error err = m.set_input(EValue(t), index);
   if (err == Error::Ok) return;
-  std::string msg = "input " + std::to_string(index) + " of method '" + method + "' has shape " + tuple_str(t.sizes());
+  std::string msg = where() + " has shape " + tuple_str(t.sizes());
   if (info != nullptr) msg += " but the program takes " + tuple_str(info->sizes()) + kStaticDims;
   throw InputShapeError(msg + " (ExecuTorch error " + std::to_string(static_cast<int>(err)) + ")");
 }
@@ -226,11 +228,12 @@ std::string value_kind(executorch::runtime::Result<executorch::runtime::Tag> tag
 
 // What a method takes, for a wrong input count: "input 0: float32 (4, 16), input 1: int64 up to (8,)". A dynamic
 // tensor shows the upper bound ExecuTorch planned its memory for (the method records no ranges).
-std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const executorch::runtime::Method& m) {
+std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const executorch::runtime::Method& m,
+                            const std::function<std::string(size_t)>& label) {
   std::string out;
   for (size_t i = 0; i < meta.num_inputs(); ++i) {
     if (i) out += ", ";
-    out += "input " + std::to_string(i) + ": ";
+    out += label(i) + ": ";
     auto info = meta.input_tensor_meta(i);
     if (!info.ok()) {
 #pragma GCC diagnostic push
@@ -239,7 +242,6 @@ std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const e
 #pragma GCC diagnostic pop
       continue;
     }
-    if (!info->name().empty()) out += "'" + std::string(info->name()) + "' ";
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     const EValue& value = m.get_input(i);
@@ -303,6 +305,20 @@ std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool
     check_delegate_fields(reinterpret_cast<const uint8_t*>(r->bytes_.data()), r->bytes_.size(), "program from bytes");
   }
   return r;
+}
+
+std::string ProgramRunner::input_label(const std::string& method, size_t index, bool method_too) {
+  auto found = input_names_.find(method);
+  if (found == input_names_.end()) {
+    const std::string flatbuffer = bytes_.empty() ? read_program_flatbuffer(files_.program) : std::string();
+    const std::string& data = bytes_.empty() ? flatbuffer : bytes_;
+    const auto* begin = reinterpret_cast<const uint8_t*>(data.data());
+    const std::string spec = method_input_spec(begin, program_flatbuffer_size(begin, data.size()), method);
+    found = input_names_.emplace(method, method_input_names(spec)).first;
+  }
+  std::string label = "input " + std::to_string(index);
+  if (index < found->second.size() && !found->second[index].empty()) label += " ('" + found->second[index] + "')";
+  return method_too ? label + " of method '" + method + "'" : label;
 }
 
 std::vector<std::string> ProgramRunner::method_names() {
@@ -389,8 +405,8 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
   if (inputs.size() != meta->num_inputs()) {
     const size_t n = meta->num_inputs();
     throw InputShapeError("method '" + method + "' takes " + std::to_string(n) + " input" + (n == 1 ? "" : "s") + " (" +
-                          describe_inputs(*meta, m) + "), got " + std::to_string(inputs.size()) +
-                          ": pass one tensor per input, in this order");
+                          describe_inputs(*meta, m, [&](size_t i) { return input_label(method, i, false); }) +
+                          "), got " + std::to_string(inputs.size()) + ": pass one tensor per input, in this order");
   }
   // Descriptors own references to the caller's tensors for the whole call.
   std::vector<TensorPtr> descriptors;
@@ -406,13 +422,14 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
       const EValue& expected = m.get_input(i);
 #pragma GCC diagnostic pop
-      throw std::invalid_argument("input " + std::to_string(i) + " of method '" + method + "' is " +
-                                  value_kind(meta->input_tag(i)) + " the program was exported with (" +
-                                  value_text(expected) + "); got a tensor: pass the value");
+      throw std::invalid_argument(input_label(method, i) + " is " + value_kind(meta->input_tag(i)) +
+                                  " the program was exported with (" + value_text(expected) +
+                                  "); got a tensor: pass the value");
     }
     descriptors.push_back(describe_input(std::get<at::Tensor>(inputs[i]), i, method));
-    check_against_program(*descriptors.back(), *info, i, method, static_input(m, i));
-    set_input(m, *descriptors.back(), i, method, &*info);
+    const auto where = [&] { return input_label(method, i); };
+    check_against_program(*descriptors.back(), *info, where, static_input(m, i));
+    set_input(m, *descriptors.back(), i, where, &*info);
     plan_inputs[i].caller = argument_info(*descriptors.back());
     plan_inputs[i].copied_into_planned = info.ok() && info->is_memory_planned();
   }
@@ -451,6 +468,8 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
   std::vector<std::shared_ptr<const PlacementPlan>> delegate_plans;
   {
     PlanRecorder recorder;  // every delegate call of this method on this thread reports here
+    const MethodInputs inputs_named(m, [&](size_t i) { return input_label(method, i, false); });
+    const ArgumentNames naming(inputs_named);  // a delegate's error names the method's input, not its own argument
     status = m.execute();
     delegate_plans = recorder.plans();
   }

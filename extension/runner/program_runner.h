@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <executorch/extension/module/module.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ class ProgramRunner {
   // The plan of this runner's last call (also after a failed call; null before any call).
   std::shared_ptr<const MethodPlan> last_plan() const { return last_plan_; }
 
+  // "input 1 ('cache_position') of method 'decode'" (the name when the program's input spec gives one); without
+  // `method_too`, "input 1 ('cache_position')".
+  std::string input_label(const std::string& method, size_t index, bool method_too = true);
+
  private:
   ProgramRunner() = default;
   void ensure_loaded(const std::string& method);
@@ -65,6 +70,7 @@ class ProgramRunner {
   DataFiles files_;    // the .pte and .ptd, for named-data errors that name them
   std::unique_ptr<executorch::extension::Module> module_;
   std::shared_ptr<const MethodPlan> last_plan_;
+  std::map<std::string, std::vector<std::string>> input_names_;  // by method, read when an error first needs them
 };
 
 }  // namespace et_tensorrt

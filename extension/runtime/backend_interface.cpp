@@ -6,6 +6,8 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
 
+#include <c10/util/Exception.h>
+
 #include <exception>
 #include <string>
 
@@ -47,6 +49,8 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
                                              context.get_method_name());
     } catch (const BlobFormatError& e) {
       return report("init", e.what(), Error::DelegateInvalidCompatibility);
+    } catch (const c10::Error& e) {  // torch's reason, not its C++ backtrace
+      return report("init", e.what_without_backtrace(), Error::Internal);
     } catch (const std::exception& e) {
       return report("init", e.what(), Error::Internal);
     } catch (...) {
@@ -62,6 +66,8 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
       return report("execute", e.what(), Error::InvalidArgument);
     } catch (const PlacementCountError& e) {
       return report("execute", e.what(), Error::InvalidArgument);
+    } catch (const c10::Error& e) {
+      return report("execute", e.what_without_backtrace(), Error::Internal);
     } catch (const std::exception& e) {
       return report("execute", e.what(), Error::Internal);
     } catch (...) {

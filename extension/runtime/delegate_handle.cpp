@@ -9,7 +9,9 @@
 #include "../aten_util/device_translation.h"
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
+#include "argument_names.h"
 #include "executor_choice.h"
+#include "input_guards.h"
 #include "plan_recorder.h"
 #include "pointer_residence.h"
 #include "program_scope.h"
@@ -26,10 +28,10 @@ thread_local std::string t_last_error;
 
 }  // namespace
 
-ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in) {
+ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in, const EValue* value) {
   ArgumentInfo v = argument_info(t);
   const PointerResidence where = pointer_residence(v.data);
-  const std::string what = arg < n_in ? "input " + std::to_string(arg) : "output " + std::to_string(arg - n_in);
+  const std::string what = arg < n_in ? argument_label(value, arg) : argument_label(value, arg - n_in, true);
   const bool labelled_cuda = v.device.type() == EtDeviceType::CUDA;
   if (where.kind == PointerResidence::Host && labelled_cuda) {
     throw PlacementRejected(what + ": labelled " + device_str(v.device) +
@@ -135,6 +137,7 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
     lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
+  check_input_guards(blob_, args);     // what the exported program requires of its inputs together
   check_write_positions(blob_, args);  // before anything writes into the state
   const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
@@ -166,7 +169,7 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
     if (!args[i]->isTensor()) {
       throw PlacementCountError("delegate argument " + std::to_string(i) + " is neither a tensor nor a size");
     }
-    (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in));
+    (i < n_in ? in_args : out_args).push_back(checked_argument_info(args[i]->toTensor(), i, n_in, args[i]));
   }
   auto plan =
       std::make_shared<PlacementPlan>(plan_placement(in_args, out_args, blob_, execution_device_, choice_.executor,
@@ -177,7 +180,10 @@ std::shared_ptr<PlacementPlan> DelegateHandle::plan_call(executorch::runtime::Sp
   plan->states = states_;
   record_plan(plan);  // to the Runner call (or record_plans() block) running on this thread, if any
   if (!plan->ok()) {
-    throw PlacementRejected(plan->rejection_message());
+    throw PlacementRejected(plan->rejection_message([&](IoRole role, size_t index) {
+      const bool output = role == IoRole::Output;
+      return argument_label(args[output ? n_in + index : index], index, output);
+    }));
   }
   return plan;
 }

@@ -95,7 +95,9 @@ struct PlacementRejected : std::runtime_error {
 // is usable (pointer_residence.h): a host pointer labelled cuda throws PlacementRejected (reading it on the
 // device would fault); a device pointer labelled cpu is taken at the driver's word, with a note in the plan.
 // `arg` counts inputs then outputs, as execute() receives them; `n_in` is the number of inputs.
-ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in);
+// `value`: the argument's EValue, which names it in errors (argument_names.h); nullptr: "input 0".
+ArgumentInfo checked_argument_info(const executorch::aten::Tensor& t, size_t arg, size_t n_in,
+                                   const executorch::runtime::EValue* value = nullptr);
 
 // The last error message a delegate reported on this thread (ExecuTorch only passes error codes upwards).
 std::string last_delegate_error();

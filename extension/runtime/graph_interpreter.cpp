@@ -121,7 +121,11 @@ std::vector<at::Tensor> GraphInterpreter::run(const std::vector<c10::IValue>& in
         stack.clear();
         stack.reserve(step.args.size());
         for (const GraphArg& arg : step.args) stack.push_back(value_of(arg, slots));
-        step.op->callBoxed(&stack);
+        try {
+          step.op->callBoxed(&stack);
+        } catch (const c10::Error& e) {  // the op and torch's reason, without its C++ backtrace
+          throw std::runtime_error(c10::toString(step.op->operator_name()) + ": " + e.what_without_backtrace());
+        }
         if (step.n_returns == 1) {
           slots[step.out] = std::move(stack.at(0));
         } else {

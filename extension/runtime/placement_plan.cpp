@@ -238,13 +238,14 @@ bool PlacementPlan::ok() const {
   return true;
 }
 
-std::string PlacementPlan::rejection_message() const {
+std::string PlacementPlan::rejection_message(const std::function<std::string(IoRole, size_t)>& label) const {
   std::ostringstream out;
   const char* sep = "";
   for (const auto* list : {&inputs, &outputs}) {
     for (const TensorPlacement& p : *list) {
       if (p.action == Placement::Reject) {
-        out << sep << role_name(p.role) << " " << p.index << ": " << p.reason;
+        out << sep << (label ? label(p.role, p.index) : role_name(p.role) + std::string(" ") + std::to_string(p.index))
+            << ": " << p.reason;
         sep = "\n";
       }
     }

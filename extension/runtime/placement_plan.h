@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,10 +93,11 @@ struct PlacementPlan {
   uint64_t executor_ns = 0;
   uint64_t delegate_ns = 0;
 
-  size_t bytes_copied() const;            // inputs and outputs: what crossed the delegate boundary
-  size_t state_bytes() const;             // state copied back on its device (not part of bytes_copied)
-  bool ok() const;                        // nothing rejected
-  std::string rejection_message() const;  // every rejection, one per line
+  size_t bytes_copied() const;  // inputs and outputs: what crossed the delegate boundary
+  size_t state_bytes() const;   // state copied back on its device (not part of bytes_copied)
+  bool ok() const;              // nothing rejected
+  // Every rejection, one per line, each argument named by `label` (role, index) or as "input 0".
+  std::string rejection_message(const std::function<std::string(IoRole, size_t)>& label = {}) const;
   std::string repr() const;
 };
 

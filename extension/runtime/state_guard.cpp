@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "../aten_util/torch_view.h"
+#include "argument_names.h"
 #include "delegate_handle.h"
 
 namespace et_tensorrt {
@@ -21,7 +22,7 @@ void check_write_positions(const DelegateBlob& blob, executorch::runtime::Span<e
     }
     if (!checked.emplace(state.position_input, static_cast<int>(state.position_kind), length).second) continue;
     const at::Tensor positions = torch_view(held).to(at::kCPU, at::kLong).contiguous().view({-1});
-    const std::string what = "input " + std::to_string(state.position_input);
+    const std::string what = argument_label(args[state.position_input], state.position_input);
     if (positions.numel() == 0)
       throw PlacementRejected(what + ": no write position for the state '" + state.name + "'");
     const int64_t* p = positions.data_ptr<int64_t>();

@@ -1,9 +1,10 @@
 """Stage ``serialize``: the blob (docs/blob-format.md, et_tensorrt/format/blob.py ``write_blob``) with the I/O table,
-engine, embedded program, REFIT_MAP, STATE table, RECIPE and metadata; a REFIT_MAP and a RECIPE are verified
-against the written blob, and the export is recorded for the active ``record_exports()``."""
+engine, embedded program, REFIT_MAP, STATE table, RECIPE, INPUT_GUARDS and metadata; a REFIT_MAP and a RECIPE are
+verified against the written blob, and the export is recorded for the active ``record_exports()``."""
 
 from __future__ import annotations
 
+from et_tensorrt.backend.input_guards import input_guards
 from et_tensorrt.backend.refit_derivation import verify_refit_map
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, _recorders
 from et_tensorrt.embedded_program.loader import weight_views
@@ -68,6 +69,7 @@ def run(job: PartitionJob) -> None:
         state=state_table(job.states, job.shared_states) if job.states else None,
         recipe=job.recipe,
         metadata=job.metadata,
+        guards=input_guards(job.aten_ep),
         exec_device_type=exec_type,
         exec_device_index=exec_index,
     )
