@@ -307,10 +307,13 @@ class EngineWriter:
         try:
             self._put(chunk)
         except OSError as exc:
-            if self._entry is None or not self._spill(exc):
-                self.error = OSError(exc.errno, f"cannot write the engine to {self._tmp}: {exc.strerror or exc}")
+            try:
+                if self._entry is None or not self._spill(exc):
+                    raise
+                self._put(chunk)
+            except OSError as last:  # nowhere to write it: the build ends, and the builder raises this
+                self.error = OSError(last.errno, f"cannot write the engine to {self._tmp}: {last.strerror or last}")
                 return 0
-            self._put(chunk)
         self._engine_sha.update(chunk)
         self._entry_sha.update(chunk)
         n = memoryview(chunk).nbytes
