@@ -45,14 +45,4 @@ std::vector<std::string> method_input_names(const std::string& spec) {
   }
 }
 
-std::string MethodInputs::name(const executorch::runtime::EValue* value) const {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  for (size_t i = 0; i < method_.inputs_size(); ++i) {
-    if (&method_.get_input(i) == value) return label_(i);
-  }
-#pragma GCC diagnostic pop
-  return "";
-}
-
 }  // namespace et_tensorrt

@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 
 #include <fstream>
-#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "../aten_util/errors.h"
 #include "../aten_util/tensor_descriptor.h"
 #include "../aten_util/torch_view.h"
+#include "../runtime/argument_names.h"
 #include "../runtime/delegate_handle.h"
 #include "../runtime/plan_recorder.h"
 #include "data_file_check.h"
@@ -59,6 +59,35 @@ std::string tuple_str(executorch::aten::ArrayRef<T> values) {
   return tuple_str(executorch::runtime::Span<const T>(values.data(), values.size()));
 }
 
+// An input's label ("input 1 ('cache_position') of method 'decode'"), made only when an error needs it.
+struct Where {
+  ProgramRunner& runner;
+  const std::string& method;
+  size_t index;
+  std::string operator()() const { return runner.input_label(method, index); }
+};
+
+// Names the delegates' arguments that are the method's inputs while it executes (argument_names.h).
+class MethodInputs final : public ArgumentNamer {
+ public:
+  MethodInputs(ProgramRunner& runner, const std::string& method, const executorch::runtime::Method& m)
+      : runner_(runner), method_(method), m_(m) {}
+  std::string name(const EValue* value) const override {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    for (size_t i = 0; i < m_.inputs_size(); ++i) {
+      if (&m_.get_input(i) == value) return runner_.input_label(method_, i, false);
+    }
+#pragma GCC diagnostic pop
+    return "";
+  }
+
+ private:
+  ProgramRunner& runner_;
+  const std::string& method_;
+  const executorch::runtime::Method& m_;
+};
+
 // ExecuTorch's Method::set_input checks dtype and sizes only loosely and never the dim order: a
 // transposed input would be read as row-major. Check all three against the program, by name.
 // Whether the method's own input tensor was exported with static dims (ExecuTorch cannot resize it at all).
@@ -72,9 +101,8 @@ bool static_input(const executorch::runtime::Method& m, size_t index) {
 
 const char* kStaticDims = ": dims exported as static cannot change (export with dynamic_shapes for the dims that vary)";
 
-// `where`: the input's label ("input 1 ('cache_position') of method 'decode'").
 void check_against_program(const executorch::aten::Tensor& t, const executorch::runtime::TensorInfo& info,
-                           const std::function<std::string()>& where, bool is_static) {
+                           const Where& where, bool is_static) {
   if (t.scalar_type() != info.scalar_type()) {
     throw UnsupportedDtypeError(where() + " has dtype " + dtype_text(t.scalar_type()) + " but the program takes " +
                                 dtype_text(info.scalar_type()));
@@ -148,9 +176,9 @@ std::string read_program_flatbuffer(const std::string& path) {
 
 // Method::set_input's own refusals (a static dim that differs, a rank it cannot resize to) come back as a bare
 // error code; name the input, what the program takes and what was given instead.
-void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t, size_t index,
-               const std::function<std::string()>& where, const executorch::runtime::TensorInfo* info) {
-  const Error err = m.set_input(EValue(t), index);
+void set_input(executorch::runtime::Method& m, const executorch::aten::Tensor& t, const Where& where,
+               const executorch::runtime::TensorInfo* info) {
+  const Error err = m.set_input(EValue(t), where.index);
   if (err == Error::Ok) return;
   std::string msg = where() + " has shape " + tuple_str(t.sizes());
   if (info != nullptr) msg += " but the program takes " + tuple_str(info->sizes()) + kStaticDims;
@@ -427,9 +455,9 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
                                   "); got a tensor: pass the value");
     }
     descriptors.push_back(describe_input(std::get<at::Tensor>(inputs[i]), i, method));
-    const auto where = [&] { return input_label(method, i); };
+    const Where where{*this, method, i};
     check_against_program(*descriptors.back(), *info, where, static_input(m, i));
-    set_input(m, *descriptors.back(), i, where, &*info);
+    set_input(m, *descriptors.back(), where, &*info);
     plan_inputs[i].caller = argument_info(*descriptors.back());
     plan_inputs[i].copied_into_planned = info.ok() && info->is_memory_planned();
   }
@@ -468,7 +496,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
   std::vector<std::shared_ptr<const PlacementPlan>> delegate_plans;
   {
     PlanRecorder recorder;  // every delegate call of this method on this thread reports here
-    const MethodInputs inputs_named(m, [&](size_t i) { return input_label(method, i, false); });
+    const MethodInputs inputs_named(*this, method, m);
     const ArgumentNames naming(inputs_named);  // a delegate's error names the method's input, not its own argument
     status = m.execute();
     delegate_plans = recorder.plans();
