@@ -72,6 +72,12 @@ struct PlanRecording {
   std::vector<std::shared_ptr<const PlacementPlan>> plans;  // kept after __exit__
 };
 
+struct LogCapture {
+  std::unique_ptr<ExecuTorchLogCapture> capture;  // installed between __enter__ and __exit__
+  std::thread::id thread;
+  std::vector<std::pair<char, std::string>> messages;  // kept after __exit__
+};
+
 std::vector<ArgumentInfo> argument_infos(const std::vector<TensorDescriptor>& descriptors) {
   std::vector<ArgumentInfo> out;
   for (const TensorDescriptor& d : descriptors) out.push_back(argument_info(*d.tensor));
@@ -277,6 +283,36 @@ void bind_runtime(py::module_& m) {
         std::vector<std::shared_ptr<PlacementPlan>> out;
         for (const auto& d : r.recorder ? r.recorder->plans() : r.plans) {
           out.push_back(std::const_pointer_cast<PlacementPlan>(d));
+        }
+        return out;
+      });
+
+  // What ExecuTorch logs on this thread inside the `with` block, with its level: ExecuTorch's Python bindings print
+  // log lines without it (et_tensorrt.llm reads why TextLLMRunner refused a prompt from its error-level lines).
+  py::class_<LogCapture>(m, "ExecuTorchLogCapture")
+      .def(py::init<>())
+      .def(
+          "__enter__",
+          [](LogCapture& c) -> LogCapture& {
+            if (c.capture) throw std::logic_error("this ExecuTorchLogCapture is already active");
+            c.capture = std::make_unique<ExecuTorchLogCapture>();
+            c.thread = std::this_thread::get_id();
+            return c;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__",
+           [](LogCapture& c, const py::args&) {
+             if (!c.capture) return;
+             if (c.thread != std::this_thread::get_id()) {
+               throw std::logic_error("an ExecuTorchLogCapture must be exited on the thread that entered it");
+             }
+             c.messages = c.capture->messages();
+             c.capture.reset();
+           })
+      .def_property_readonly("messages", [](const LogCapture& c) {
+        py::list out;  // (level, text): level "E" error, "I" info, ...
+        for (const auto& [level, text] : c.capture ? c.capture->messages() : c.messages) {
+          out.append(py::make_tuple(std::string(1, level), py::bytes(text).attr("decode")("utf-8", "replace")));
         }
         return out;
       });

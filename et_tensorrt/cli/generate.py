@@ -132,5 +132,7 @@ def cmd_generate(args) -> int:
         f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
         f"({result.tokens_per_second:.0f} tokens/s) by {by}; the KV cache stays in the delegate"
     )
+    if result.stopped:
+        print(f"stopped at {result.stopped}")
     print(_bytes_line(result.step_bytes, result.bytes_counted))
     return EXIT_OK

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -50,16 +51,99 @@ class Generation:
     # Bytes of state each decode step copied back into the delegate's states (0: the KV cache updated in place);
     # empty when not measured.
     state_bytes: tuple[int, ...] = ()
+    stopped: str = ""  # why generation stopped: STOP_EOS, STOP_MAX_NEW_TOKENS or STOP_CONTEXT ("" not known)
 
     @property
     def tokens_per_second(self) -> float:
         return self.generated_tokens / self.seconds if self.seconds > 0 else 0.0
 
 
-def _reasons(log: str) -> str:
-    """ExecuTorch's error lines in ``log`` (why a load or call failed: the exception only says that it did)."""
-    lines = [line.split("] ", 1)[-1] for line in log.splitlines() if line.startswith("E ")]
-    return f" ({'; '.join(lines[-3:])})" if lines else ""
+STOP_EOS = "an end-of-sequence token"
+STOP_MAX_NEW_TOKENS = "max_new_tokens"
+STOP_CONTEXT = "the end of the context"
+
+
+def cannot_start(position: int, prompt_tokens: int, context: int) -> str | None:
+    """Why a prompt of ``prompt_tokens`` tokens cannot be continued from ``position`` in a cache of ``context``
+    positions (one is left for the first generated token, as TextLLMRunner requires), in one line; None if it can.
+    Every front door says it in these words."""
+    if prompt_tokens < 1:
+        return "the prompt is empty (it encodes to no token): give text to continue"
+    if prompt_tokens >= context:
+        return (
+            f"the prompt is {prompt_tokens} tokens and the program's cache holds {context} (get_max_context_len): "
+            "shorten the prompt, or lower the model with a longer cache"
+        )
+    if position + prompt_tokens >= context:
+        return (
+            f"the context is full: {position} of its {context} positions are used and the prompt needs "
+            f"{prompt_tokens} more; reset() to start over"
+        )
+    return None
+
+
+# What TextLLMRunner logs (at Error level) when it refuses a prompt (extension/llm/runner/text_llm_runner.cpp),
+# as (pattern, its groups -> (position, prompt tokens, context)).
+_RUNNER_REFUSALS = (
+    (re.compile(r"pos_ (\d+) \+ num_prompt_tokens (\d+) >= max_context_len (\d+)"), lambda p, n, c: (p, n, c)),
+    (re.compile(r"num_prompt_tokens (\d+) >= max_context_len (\d+)"), lambda n, c: (0, n, c)),
+    (re.compile(r"Expected at least 1 prompt token|Empty prompt requires a prior prefill"), lambda: (0, 0, 1)),
+)
+
+
+def _failed(runner: str, what: str, failure: Exception, errors: list[str]) -> RunnerError:
+    """A native runner's failure in one line: the prompt it refused in :func:`cannot_start`'s words, else its
+    exception and the last lines it logged at error level (the exception only says that it failed)."""
+    for line in reversed(errors):
+        for pattern, fields in _RUNNER_REFUSALS:
+            found = pattern.search(line)
+            why = found and cannot_start(*fields(*map(int, found.groups())))
+            if why:
+                return RunnerError(f"cannot generate: {why}")
+    logged = "; ".join(errors[-3:])
+    return RunnerError(f"{runner} could not {what}: {failure}" + (f" ({logged})" if logged else ""))
+
+
+_RESOLVED = re.compile(r"Max new tokens resolved: (\d+)")
+
+
+def _stopped(messages: list[tuple[str, str]], generated: int, asked: int) -> str:
+    """Why TextLLMRunner stopped, from what it logged: it resolves max_new_tokens against the context left (an info
+    line) and generates that many less the prefill's token unless an end-of-sequence token comes first."""
+    resolved = [int(m.group(1)) for _, text in messages if (m := _RESOLVED.search(text))]
+    if not resolved:
+        return ""
+    if generated < resolved[-1] - 1:
+        return STOP_EOS
+    return STOP_CONTEXT if resolved[-1] < asked else STOP_MAX_NEW_TOKENS
+
+
+def _check_max_new_tokens(n: int) -> None:
+    if n < 1:
+        raise ValueError(f"max_new_tokens is {n}: ask for at least 1 token")
+
+
+class _ExecuTorchLog:
+    """What ExecuTorch logs on this thread inside the block, with its level (et_tensorrt._C.ExecuTorchLogCapture):
+    ``messages`` [(level, text)], ``errors`` the texts logged at error level."""
+
+    def __enter__(self):
+        from .. import _C
+
+        self._capture = _C.ExecuTorchLogCapture()
+        self._capture.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._capture.__exit__(*exc)
+
+    @property
+    def messages(self) -> list[tuple[str, str]]:
+        return list(self._capture.messages)
+
+    @property
+    def errors(self) -> list[str]:
+        return [text for level, text in self.messages if level in "EF"]
 
 
 class _Captured:
@@ -185,26 +269,30 @@ class TextGenerator:
         with _Captured(2) as log:  # the runner (and its tokenizers, at import) log what they read: kept in .log
             from executorch.extension.llm.runner import TextLLMRunner
 
-            try:
-                data = os.fspath(data_path) if data_path else None
-                self._runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer), data)
-                failure = None
-            except RuntimeError as exc:
-                failure = exc
+            with _ExecuTorchLog() as logged:  # after the import: its Python bindings install their log function
+                try:
+                    data = os.fspath(data_path) if data_path else None
+                    self._runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer), data)
+                    failure = None
+                except RuntimeError as exc:
+                    failure = exc
         self.log = log.text.decode("utf-8", "replace")  # what ExecuTorch and the runner logged since load
         if failure is not None:
-            raise RunnerError(f"TextLLMRunner could not load {os.fspath(model)}: {failure}{_reasons(self.log)}")
+            raise _failed("TextLLMRunner", f"load {os.fspath(model)}", failure, logged.errors)
 
     def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None) -> Generation:
         """Continues the sequence (the runner keeps its position; :meth:`reset` starts over). ``on_token``: called
         with each piece of text (bytes) as the runner prints it, from another thread."""
         from executorch.extension.llm.runner import GenerationConfig
 
+        _check_max_new_tokens(max_new_tokens)
+        if not prompt:  # TextLLMRunner takes "" as "continue a prefill() of its own", which this class does not expose
+            raise RunnerError(f"cannot generate: {cannot_start(0, 0, 1)}")
         config = GenerationConfig()
         config.max_new_tokens = max_new_tokens
         config.temperature = temperature
         config.echo = False
-        text, s, plans = _native_generate(
+        text, s, plans, logged = _native_generate(
             self, "TextLLMRunner", lambda stats: self._runner.generate(prompt, config, stats_callback=stats), on_token
         )
         seconds = (s.inference_end_ms - s.inference_start_ms) / 1e3
@@ -212,7 +300,13 @@ class TextGenerator:
         counted = "the copies the et_tensorrt delegates made (their placement plans); ExecuTorch's own copies at the "
         counted += "method boundary are not seen from here"
         return Generation(
-            text.rstrip(b"\n"), s.num_prompt_tokens, s.num_generated_tokens, seconds, steps, counted if steps else ""
+            text.rstrip(b"\n"),
+            s.num_prompt_tokens,
+            s.num_generated_tokens,
+            seconds,
+            steps,
+            counted if steps else "",
+            stopped=_stopped(logged, s.num_generated_tokens, max_new_tokens),
         )
 
     def _decode_step_bytes(self, plans, generated: int) -> tuple[int, ...]:
@@ -228,14 +322,14 @@ class TextGenerator:
         self._runner.reset()
 
 
-def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, object, list]:
-    """(the text, the last ``Stats``, the et_tensorrt delegate plans recorded) of ``generate(stats_callback)``, a call
-    of ExecuTorch's C++ runner ``runner``: what it prints streamed to ``on_token``, its log appended to
-    ``owner.log``."""
+def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, object, list, list]:
+    """(the text, the last ``Stats``, the et_tensorrt delegate plans recorded, what ExecuTorch logged as (level,
+    text)) of ``generate(stats_callback)``, a call of ExecuTorch's C++ runner ``runner``: what it prints streamed to
+    ``on_token``, its log appended to ``owner.log``; a failure is one RunnerError saying why (:func:`_failed`)."""
     from ..runtime.runner import record_plans
 
     stats = []
-    with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls:
+    with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls, _ExecuTorchLog() as logged:
         try:
             generate(stats.append)
             failure = None
@@ -243,13 +337,12 @@ def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, obj
             failure = exc
     owner.log += log.text.decode("utf-8", "replace")
     if failure is not None:
-        # ExecuTorch logs why (a delegate's refusal, a missing method) on stderr; the exception only says that it failed
-        raise RunnerError(f"{runner} could not generate: {failure}{_reasons(owner.log)}")
+        raise _failed(runner, "generate", failure, logged.errors)
     if not stats:
         raise RunnerError(f"{runner} reported no statistics (its log: {type(owner).__name__}.log)")
     # the runner ends with one "PyTorchObserver {json stats}" line of its own
     text = b"\n".join(line for line in out.text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
-    return text, stats[-1], calls.plans
+    return text, stats[-1], calls.plans, logged.messages
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -315,13 +408,12 @@ class MethodsDriver:
         """``on_token``: called with each piece of text (bytes) as it is generated."""
         import time
 
+        _check_max_new_tokens(max_new_tokens)
         tokens = self._tokenizer.encode(prompt, add_special_tokens=False).ids
-        if not tokens:
-            raise RunnerError("the prompt encodes to no token")
-        if self._position + len(tokens) + max_new_tokens > self._context:
-            max_new_tokens = self._context - self._position - len(tokens)
-            if max_new_tokens < 1:
-                raise RunnerError(f"the context of {self._context} tokens is full; reset() to start over")
+        why = cannot_start(self._position, len(tokens), self._context)
+        if why:
+            raise RunnerError(f"cannot generate: {why}")
+        asked, max_new_tokens = max_new_tokens, min(max_new_tokens, self._context - self._position - len(tokens))
         began = time.perf_counter()
         logits = self._runner.run(self._inputs(tokens), method="prefill")[0]
         self._position += len(tokens)
@@ -341,7 +433,10 @@ class MethodsDriver:
             self._position += 1
         counted = "every copy of the decode call, the method boundary's included (Runner's placement plan)"
         seconds = time.perf_counter() - began
-        return Generation(b"".join(out), len(tokens), generated, seconds, tuple(steps), counted if steps else "")
+        stopped = STOP_EOS if token in self._eos else STOP_CONTEXT if max_new_tokens < asked else STOP_MAX_NEW_TOKENS
+        return Generation(
+            b"".join(out), len(tokens), generated, seconds, tuple(steps), counted if steps else "", stopped=stopped
+        )
 
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""

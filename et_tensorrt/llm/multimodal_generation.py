@@ -24,7 +24,7 @@ from .constants import (
     TOKEN_EMBEDDING,
     VISION_ENCODER,
 )
-from .generation import Generation, _Captured, _check_files, _constants, _native_generate, _reasons
+from .generation import Generation, _Captured, _check_files, _constants, _ExecuTorchLog, _failed, _native_generate
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}
 _PROCESSORS = {VISION_ENCODER: IMAGE_PROCESSOR, AUDIO_ENCODER: FEATURE_EXTRACTOR}
@@ -70,16 +70,17 @@ class MultimodalGenerator:
         with _Captured(2) as log:
             from executorch.extension.llm.runner import MultimodalRunner
 
-            try:
-                self._runner = MultimodalRunner(
-                    os.fspath(model), os.fspath(tokenizer), os.fspath(data_path) if data_path else None
-                )
-                failure = None
-            except RuntimeError as exc:
-                failure = exc
+            with _ExecuTorchLog() as logged:  # after the import: its Python bindings install their log function
+                try:
+                    self._runner = MultimodalRunner(
+                        os.fspath(model), os.fspath(tokenizer), os.fspath(data_path) if data_path else None
+                    )
+                    failure = None
+                except RuntimeError as exc:
+                    failure = exc
         self.log = log.text.decode("utf-8", "replace")
         if failure is not None:
-            raise RunnerError(f"MultimodalRunner could not load {os.fspath(model)}: {failure}{_reasons(self.log)}")
+            raise _failed("MultimodalRunner", f"load {os.fspath(model)}", failure, logged.errors)
 
     def processor(self, encoder: str):
         """The transformers image processor or feature extractor the program's ``encoder`` inputs go through."""
@@ -152,7 +153,7 @@ class MultimodalGenerator:
                 "export with a longer max_seq_len"
             )
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, echo=False)
-        text, s, plans = _native_generate(
+        text, s, plans, _ = _native_generate(
             self,
             "MultimodalRunner",
             lambda stats: self._runner.generate(inputs, config, stats_callback=stats),

@@ -10,11 +10,15 @@
 #include "quiet_stderr.h"
 
 namespace et_tensorrt {
+
+void keep(char level, const char* message, size_t length);  // to this thread's ExecuTorchLogCapture, if any
+
 namespace {
 
 thread_local int t_quiet = 0;
 thread_local std::deque<std::string> t_errors;  // the last kHeldErrors error lines while quiet
 constexpr size_t kHeldErrors = 4;
+thread_local ExecuTorchLogCapture* t_capture = nullptr;
 pal_emit_log_message_method g_previous = nullptr;  // ExecuTorch's log function before ours
 
 bool shown() {
@@ -28,6 +32,7 @@ void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filena
     t_errors.emplace_back(message, length);
     if (t_errors.size() > kHeldErrors) t_errors.pop_front();
   }
+  keep(static_cast<char>(level), message, length);
   if (t_quiet > 0 && !shown()) return;
   if (g_previous != nullptr) g_previous(timestamp, level, filename, function, line, message, length);
 }
@@ -46,6 +51,19 @@ void install() {
 }
 
 }  // namespace
+
+void keep(char level, const char* message, size_t length) {
+  if (t_capture != nullptr && message != nullptr) {
+    t_capture->messages_.emplace_back(level, std::string(message, strnlen(message, length)));
+  }
+}
+
+ExecuTorchLogCapture::ExecuTorchLogCapture() : previous_(t_capture) {
+  install();
+  t_capture = this;
+}
+
+ExecuTorchLogCapture::~ExecuTorchLogCapture() { t_capture = previous_; }
 
 QuietExecuTorchLog::QuietExecuTorchLog() {
   install();

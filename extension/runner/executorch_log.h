@@ -4,7 +4,10 @@
 // thread inside a Runner call is quieted: ExecuTorch's own runtime (executorch.runtime) logs as before.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace et_tensorrt {
 
@@ -24,5 +27,23 @@ class QuietExecuTorchLog {
 // ExecuTorch's last error lines logged on this thread since the outermost QuietExecuTorchLog began ("constant_buffer
 // path is disabled ...; Failed parsing tensor at index 0: 0x23"), joined by "; "; empty when there were none.
 std::string held_executorch_errors();
+
+// While one lives on this thread, what ExecuTorch logs from this thread is also kept here, with its level ('E'
+// error, 'I' info, ...): ExecuTorch's Python bindings print log lines without their level ("[file.cpp:153] ..."),
+// so a caller reading stderr cannot tell a runner's reason for failing from its info lines. Shown as before.
+class ExecuTorchLogCapture {
+ public:
+  ExecuTorchLogCapture();  // installs the filter (as QuietExecuTorchLog does) and itself on this thread
+  ~ExecuTorchLogCapture();
+  ExecuTorchLogCapture(const ExecuTorchLogCapture&) = delete;
+  ExecuTorchLogCapture& operator=(const ExecuTorchLogCapture&) = delete;
+
+  const std::vector<std::pair<char, std::string>>& messages() const { return messages_; }
+
+ private:
+  friend void keep(char level, const char* message, size_t length);
+  std::vector<std::pair<char, std::string>> messages_;
+  ExecuTorchLogCapture* previous_;
+};
 
 }  // namespace et_tensorrt
