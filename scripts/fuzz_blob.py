@@ -115,6 +115,7 @@ def seeds() -> list[bytes]:
         F.valid_recipe_blob(),
         F.valid_named_blob(),
         F.valid_checked_named_blob(),
+        F.valid_guarded_blob(),
     ]
     out += [data for data, _ in F.damaged_blobs().values()]
     return out

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from et_tensorrt.format import blob as B
+from et_tensorrt.format import input_guards as IG
 from et_tensorrt.format import recipe as R
 from et_tensorrt.format import refit_map as RM
 from et_tensorrt.format import state_table as ST
@@ -79,6 +80,24 @@ STATES = [
 
 def valid_stateful_blob() -> bytes:
     return B.write_blob(IO, engine=ENGINE, metadata=METADATA, state=ST.encode_state_table(STATES), exec_device_type=1)
+
+
+# The fixture IO's dim 0 of 'x' and of 'ids' are one symbol; the int64 'ids' look up a table of 100 rows.
+GUARDS = IG.InputGuards((IG.DimGuard(0, 0, 0), IG.DimGuard(1, 0, 0, 2, 1)), (IG.IndexGuard(1, 100),))
+
+
+def valid_guarded_blob() -> bytes:
+    return B.write_blob(IO, engine=ENGINE, metadata=METADATA, guards=GUARDS, exec_device_type=1)
+
+
+def with_guards(dims=(), indices=(), counts=None, tail: bytes = b"") -> bytes:
+    """An engine blob (the fixture IO) whose INPUT_GUARDS holds the raw ``dims`` (argument, dim, symbol, reserved,
+    scale, offset) and ``indices`` (argument, reserved, bound)."""
+    head = struct.pack("<II", *(counts or (len(dims), len(indices))))
+    payload = head + b"".join(struct.pack("<IiIIqq", *d) for d in dims)
+    payload += b"".join(struct.pack("<IIq", *i) for i in indices) + tail
+    sections = [(B.SECTION_IO_TABLE, B.encode_io_table(IO)), (B.SECTION_ENGINE, ENGINE)]
+    return B.write_sections(sections + [(B.SECTION_INPUT_GUARDS, payload)], 1, 0)
 
 
 def state_entry_raw(
@@ -506,6 +525,18 @@ def damaged_blobs() -> dict[str, tuple[bytes, str]]:
             "RECIPE map ends early",
         ),
         "digest_mismatch_recipe": (flip_byte(valid_recipe_blob(), B.SECTION_RECIPE), "RECIPE section fails its digest"),
+        "guard_count_past_end": (with_guards(counts=(3, 0)), "INPUT_GUARDS declares more entries than it holds"),
+        "guard_trailing_bytes": (with_guards(tail=b"\0"), "INPUT_GUARDS has trailing bytes"),
+        "guard_no_such_argument": (with_guards(dims=[(7, 0, 0, 0, 1, 0)]), "names argument 7, not one"),
+        "guard_no_such_dim": (with_guards(dims=[(1, 1, 0, 0, 1, 0)]), "names dim 1, which its argument does not"),
+        "guard_reserved": (with_guards(dims=[(0, 0, 0, 5, 1, 0)]), "dim entry 0 has a non-zero reserved field"),
+        "guard_scale_zero": (with_guards(dims=[(0, 0, 0, 0, 0, 0)]), "has a scale below 1"),
+        "guard_symbol_split": (
+            with_guards(dims=[(0, 0, 0, 0, 1, 0), (1, 0, 1, 0, 1, 0), (0, 1, 0, 0, 1, 0)]),
+            "the entries of symbol 0 are not adjacent",
+        ),
+        "guard_index_on_float": (with_guards(indices=[(0, 0, 10)]), "guards an input that is not int32 or int64"),
+        "guard_index_bound_zero": (with_guards(indices=[(1, 0, 0)]), "has a bound below 1"),
     }
 
 
@@ -525,6 +556,7 @@ def write_fixture_files(directory) -> list[Path]:
         ("valid_recipe", valid_recipe_blob()),
         ("valid_recipe_only", valid_recipe_blob(engine=None)),
         ("valid_named_recipe", valid_named_recipe_blob()),
+        ("valid_guarded", valid_guarded_blob()),
     ] + [(f"bad_{k}", v[0]) for k, v in damaged_blobs().items()]:
         path = directory / f"{name}.etrt"
         path.write_bytes(data)

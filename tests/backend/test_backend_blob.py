@@ -12,6 +12,7 @@ import torch
 from et_tensorrt.errors import BlobFormatError, UnsupportedDtypeError
 from et_tensorrt.format import blob as B
 from et_tensorrt.format import dtypes
+from et_tensorrt.format import input_guards as IG
 from et_tensorrt.format import recipe as R
 from et_tensorrt.format import state_table as ST
 
@@ -110,13 +111,19 @@ def test_version_1_blobs_are_still_read():
     assert parsed.engine == fx.ENGINE and parsed.io == fx.IO and parsed.metadata == fx.METADATA
 
 
+def test_input_guards_round_trip():
+    assert B.read_blob(fx.valid_guarded_blob()).input_guards == fx.GUARDS
+    assert B.read_blob(fx.valid_blob()).input_guards == IG.InputGuards()  # a blob without the section: none
+
+
 def test_version_2_blobs_are_read_without_digests():
     parsed = B.read_blob(fx.valid_v2_blob())
     assert parsed.version == 2 and not parsed.digests_verified and parsed.engine == fx.ENGINE
 
 
 def test_a_flipped_byte_in_any_section_is_refused_by_name():
-    for blob in (fx.valid_blob(), fx.valid_stateful_blob(), fx.valid_recipe_blob(), fx.valid_named_recipe_blob()):
+    blobs = (fx.valid_blob(), fx.valid_stateful_blob(), fx.valid_recipe_blob(), fx.valid_named_recipe_blob())
+    for blob in (*blobs, fx.valid_guarded_blob()):
         for kind, _, _, size in fx._section_table(blob):
             if kind == B.SECTION_DIGESTS or size == 0:
                 continue
@@ -233,4 +240,4 @@ def test_a_state_dtype_must_be_a_code():
 def test_fixture_files_are_written(tmp_path):
     paths = fx.write_fixture_files(tmp_path)
     assert (tmp_path / "valid.etrt").read_bytes() == fx.valid_blob()
-    assert len(paths) == 11 + len(fx.damaged_blobs())
+    assert len(paths) == 12 + len(fx.damaged_blobs())
