@@ -3,21 +3,11 @@
 #include <cstring>
 
 #include "flatbuffer_view.h"
+#include "program_fields.h"
 
 namespace et_tensorrt {
-namespace {
 
-// Field indices in ExecuTorch's schema/program.fbs (declaration order; no explicit ids there).
-constexpr int kProgramExecutionPlan = 1;
-constexpr int kPlanName = 0;
-constexpr int kPlanDelegates = 7;
-constexpr int kDelegateId = 0;
-constexpr int kDelegateProcessed = 1;
-constexpr int kDelegateCompileSpecs = 2;
-constexpr int kCompileSpecKey = 0;
-constexpr int kCompileSpecValue = 1;
-
-}  // namespace
+using namespace program_fields;
 
 size_t program_flatbuffer_size(const uint8_t* data, size_t size) {
   uint64_t program_size = 0;

@@ -4,17 +4,13 @@
 #include <pybind11/stl.h>
 
 #include "flatbuffer_view.h"
+#include "program_fields.h"
 
 namespace py = pybind11;
 
 namespace et_tensorrt {
-namespace {
-// Field indices in ExecuTorch's schema/program.fbs (declaration order).
-constexpr int kProgramExecutionPlan = 1;
-constexpr int kPlanName = 0;
-constexpr int kPlanContainerMeta = 1;
-constexpr int kContainerInputs = 0;
-}  // namespace
+
+using namespace program_fields;
 
 std::string method_input_spec(const uint8_t* data, size_t size, const std::string& method) {
   const Flatbuffer fb(data, size);
