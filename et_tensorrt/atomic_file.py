@@ -51,13 +51,11 @@ def _failed(exc: OSError, path: str, written: int) -> OSError:
     """``exc`` naming the destination and what became of it (same errno: callers may test for ENOSPC)."""
     reason = exc.strerror or str(exc)
     done = f" after {written:,} bytes" if written else ""
-    err = OSError(
+    return OSError(
         exc.errno or errno.EIO,
         f"cannot write {path}: {reason}{done}; the file at that path was left as it was (free space or write "
         "elsewhere, then save again)",
     )
-    err.filename = path
-    return err
 
 
 class _Writer:
