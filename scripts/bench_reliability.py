@@ -45,25 +45,19 @@ class Outcome:
 # --------------------------------------------------------------------------------------------- disks
 
 
-def _mount(*args: str) -> bool:
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
-
-
 @contextlib.contextmanager
 def small_disk(size: int = 1 << 20) -> Iterator[tuple[Path, str]]:
     """(folder, how): a ``size``-byte tmpfs where mounting works, else a folder with ENOSPC injected past ``size``."""
+    from et_tensorrt.testing import faults
+
+    with faults.tmpfs(size) as mounted:
+        if mounted is not None:
+            yield mounted, f"a {size >> 20} MiB tmpfs"
+            return
     folder = Path(tempfile.mkdtemp(prefix="et-small-disk-"))
     try:
-        if _mount("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)):
-            try:
-                yield folder, f"a {size >> 20} MiB tmpfs"
-            finally:
-                subprocess.run(["umount", str(folder)], check=True)
-        else:
-            from et_tensorrt.testing import faults
-
-            with faults.full_disk(folder, size):
-                yield folder, f"ENOSPC injected after {size >> 20} MiB"
+        with faults.full_disk(folder, size):
+            yield folder, f"ENOSPC injected after {size >> 20} MiB"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -71,23 +65,14 @@ def small_disk(size: int = 1 << 20) -> Iterator[tuple[Path, str]]:
 @contextlib.contextmanager
 def read_only(source: Path) -> Iterator[tuple[Path, str]]:
     """(folder, how): ``source``'s files behind a read-only bind mount, else with EROFS injected on it."""
-    folder = Path(tempfile.mkdtemp(prefix="et-read-only-"))
-    try:
-        if _mount("--bind", str(source), str(folder)):
-            try:
-                if not _mount("-o", "remount,bind,ro", str(folder)):
-                    raise OSError("cannot remount read-only")
-                yield folder, "a read-only bind mount"
-            finally:
-                subprocess.run(["umount", str(folder)], check=True)
-        else:
-            from et_tensorrt.testing import faults
+    from et_tensorrt.testing import faults
 
-            with faults.read_only(source):
-                yield source, "EROFS injected"
-    finally:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+    with faults.read_only_mount(source) as mounted:
+        if mounted is not None:
+            yield mounted, "a read-only bind mount"
+            return
+    with faults.read_only(source):
+        yield source, "EROFS injected"
 
 
 # ------------------------------------------------------------------------------------------ programs

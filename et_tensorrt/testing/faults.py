@@ -1,7 +1,8 @@
 """Disk faults for reliability tests and scripts/bench_reliability.py, where no small file system can be mounted:
 a disk that fills up (``ENOSPC``) and a read-only folder (``EROFS``), injected where et_tensorrt opens the files
 it writes (``atomic_file._open``, ``build_cache.EngineWriter._create``) and where it makes names in a folder.
-A real one (a 1 MiB tmpfs, a read-only bind mount) behaves the same; the benchmark uses those when it can."""
+A real one behaves the same: :func:`tmpfs` and :func:`read_only_mount` make them where this process may mount
+(the tests use both; the benchmark prefers the real ones)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,59 @@ def read_only(folder: str | os.PathLike) -> Iterator[None]:
         for name, where in (("link", (1,)), ("replace", (1,)), ("unlink", (0,)), ("remove", (0,)), ("utime", (0,))):
             patches.enter_context(mock.patch.object(os, name, guard(getattr(os, name), *where)))
         yield
+
+
+# Real ones, where this process may mount (root, or a container that allows it): each yields None where it may not.
+
+
+def _mount(*args: str) -> bool:
+    import subprocess
+
+    try:
+        return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+    except OSError:  # no mount command
+        return False
+
+
+def _unmount(folder: Path) -> None:
+    import subprocess
+
+    subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def tmpfs(size: int) -> Iterator[Path | None]:
+    """A fresh folder on a tmpfs of ``size`` bytes (a disk that really fills up), or None where mounting fails."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="et-small-disk-"))
+    try:
+        if not _mount("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)):
+            yield None
+            return
+        try:
+            yield folder
+        finally:
+            _unmount(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def read_only_mount(source: str | os.PathLike) -> Iterator[Path | None]:
+    """``source``'s files seen through a read-only bind mount (EROFS on every write), or None where mounting
+    fails."""
+    folder = Path(tempfile.mkdtemp(prefix="et-read-only-"))
+    try:
+        if not _mount("--bind", os.fspath(source), str(folder)):
+            yield None
+            return
+        try:
+            if not _mount("-o", "remount,bind,ro", str(folder)):
+                raise OSError(f"cannot remount {folder} read-only")
+            yield folder
+        finally:
+            _unmount(folder)
+    finally:
+        with contextlib.suppress(OSError):
+            folder.rmdir()

@@ -1,6 +1,7 @@
 """A full disk, a killed save, a full or read-only engine cache (issue 45, rows 1-4): saves are atomic (the previous
 file or nothing at the destination, an error naming the file), and the engine cache never fails a lowering (one
-notice; a read-only cache serves its entries). Faults injected (et_tensorrt.testing.faults): no mount needed."""
+notice; a read-only cache serves its entries). Faults injected (et_tensorrt.testing.faults: no mount needed), and
+the same on a real tmpfs and read-only bind mount where this process may mount them (else those tests skip)."""
 
 from __future__ import annotations
 
@@ -146,3 +147,42 @@ def test_a_read_only_cache_serves_its_entries_and_builds_the_rest(cache, caplog)
         made, notices = _lower(caplog, seed=1)  # another model: a miss
     assert made == {"built": 1, "cache_hits": 0, "fallbacks": 0} and len(notices) == 1, notices
     assert "Read-only file system" in notices[0] and len(os.listdir(cache)) == 1
+
+
+# ---------------------------------------------------------------------------------- real file systems, where mountable
+
+
+def _mounted(disk):
+    if disk is None:
+        pytest.skip("this process may not mount (the injected faults above cover the same paths)")
+    return disk
+
+
+def test_a_save_onto_a_real_full_tmpfs_keeps_the_previous_files(program):
+    with faults.tmpfs(32 << 10) as disk:  # one save fits (6 pages), a second beside it does not
+        pte = _mounted(disk) / "m.pte"
+        saved = write_program(program, pte)
+        before = {p: open(p, "rb").read() for p in (saved.path, saved.data_path)}
+        with pytest.raises(OSError) as err:
+            write_program(program, pte)
+        named = [p for p in before if f"cannot write {p}:" in str(err.value)]  # the one it filled in
+        assert err.value.errno == errno.ENOSPC and len(named) == 1, err.value
+        assert {p: open(p, "rb").read() for p in before} == before and _leftovers(disk) == []
+        assert et_tensorrt.Runner(pte, data_path=saved.data_path).run([X])[0].shape == (2, 4)
+
+
+def test_an_engine_cache_on_a_real_full_tmpfs_builds_with_one_notice(monkeypatch, caplog):
+    monkeypatch.setattr(build_cache, "_noticed", set())
+    with faults.tmpfs(4 << 10) as disk:
+        monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(_mounted(disk)))
+        made, notices = _lower(caplog, seed=2)
+        assert made == {"built": 1, "cache_hits": 0, "fallbacks": 0}
+        assert len(notices) == 1 and "No space left on device" in notices[0], notices
+        assert _leftovers(disk) == [] and not [n for n in os.listdir(disk) if n.endswith(".etrc")]
+
+
+def test_a_cache_behind_a_real_read_only_mount_serves_its_entries(cache, caplog, monkeypatch):
+    _lower(caplog, seed=3)  # stored
+    with faults.read_only_mount(cache) as mounted:
+        monkeypatch.setenv(build_cache.ENV_CACHE_DIR, str(_mounted(mounted)))
+        assert _lower(caplog, seed=3) == ({"built": 0, "cache_hits": 1, "fallbacks": 0}, [])
