@@ -450,9 +450,9 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
       const EValue& expected = m.get_input(i);
 #pragma GCC diagnostic pop
-      throw std::invalid_argument(input_label(method, i) + " is " + value_kind(meta->input_tag(i)) +
-                                  " the program was exported with (" + value_text(expected) +
-                                  "); got a tensor: pass the value");
+      throw std::invalid_argument("input " + std::to_string(i) + " of method '" + method + "' is " +
+                                  value_kind(meta->input_tag(i)) + " the program was exported with (" +
+                                  value_text(expected) + "); got a tensor: pass the value");
     }
     descriptors.push_back(describe_input(std::get<at::Tensor>(inputs[i]), i, method));
     const Where where{*this, method, i};
