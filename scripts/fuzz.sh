@@ -4,12 +4,14 @@
 #   describe  describe() over random strided views (scripts/fuzz_describe.py, atheris)
 #   pte       whole mutated .pte files through Runner, in child processes (scripts/fuzz_pte.py)
 #   ptd       mutated .ptd files (named data) beside their .pte through Runner (scripts/fuzz_pte.py --ptd)
+#   ptd-head  .ptd headers and key tables mutated, through ExecuTorch's own executorch.runtime
+#             (scripts/fuzz_pte.py --ptd --head --through executorch)
 #   program   hostile embedded programs through the safe loader, in child processes (scripts/fuzz_program.py)
 # Crashing inputs are saved in $ARTIFACTS (crash-*; reproduce a blob one with `python scripts/fuzz_blob.py
 # <file>`, a .pte with `python -c "import et_tensorrt; et_tensorrt.Runner('<file>')"`). Exit status 0 when
 # nothing was found. Figures (one JSON line per pte/program seed) are appended to $ARTIFACTS/figures.jsonl.
 #
-#   scripts/fuzz.sh                   # 60,000 blob + 60,000 views + 3 x 2,000 .pte + 3 x 2,000 .ptd + 2 x 10,000 programs
+#   scripts/fuzz.sh                   # 60,000 blob + 60,000 views + 3 x 2,000 .pte + 3 x 2,000 .ptd + 2,000 .ptd heads + 2 x 10,000 programs
 #   BLOB_RUNS=1000000 PTE_SEEDS="0 1 2 3" PTE_INPUTS=5000 scripts/fuzz.sh
 #
 # Against the sanitized build: run scripts/sanitize.sh once, then
@@ -22,6 +24,8 @@ PTE_SEEDS="${PTE_SEEDS:-0 1 2}"
 PTE_INPUTS="${PTE_INPUTS:-2000}"
 PTD_SEEDS="${PTD_SEEDS:-0 1 2}"
 PTD_INPUTS="${PTD_INPUTS:-2000}"
+PTD_HEAD_SEEDS="${PTD_HEAD_SEEDS:-0}"
+PTD_HEAD_INPUTS="${PTD_HEAD_INPUTS:-2000}"
 PROGRAM_SEEDS="${PROGRAM_SEEDS:-0 1}"
 PROGRAM_INPUTS="${PROGRAM_INPUTS:-10000}"
 ARTIFACTS="${ARTIFACTS:-$(mktemp -d /tmp/et_tensorrt_fuzz.XXXXXX)}"
@@ -71,6 +75,9 @@ run_atheris blob fuzz_blob.py "$BLOB_RUNS" -max_len=4096 "$ARTIFACTS/blob_corpus
 run_atheris describe fuzz_describe.py "$DESCRIBE_RUNS" -len_control=0 -max_len=256
 for seed in $PTE_SEEDS; do run_children pte fuzz_pte.py "$seed" "$PTE_INPUTS"; done
 for seed in $PTD_SEEDS; do run_children ptd fuzz_pte.py "$seed" "$PTD_INPUTS" --ptd; done
+for seed in $PTD_HEAD_SEEDS; do
+  run_children ptd-head fuzz_pte.py "$seed" "$PTD_HEAD_INPUTS" --ptd --head --through executorch
+done
 for seed in $PROGRAM_SEEDS; do run_children program fuzz_program.py "$seed" "$PROGRAM_INPUTS"; done
 echo "== total inputs: $TOTAL; crashes/hangs/code runs/silent runs/violations: $([[ $FAILED -eq 0 ]] && echo none || echo SEE ABOVE); logs in $ARTIFACTS"
 exit $FAILED

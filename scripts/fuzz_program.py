@@ -2,7 +2,7 @@
 
     python scripts/fuzz_program.py --seed 0 --inputs 20000 [--artifacts DIR]
 
-Each input is a delegate blob derived from a lowered seed (the blobs of scripts/fuzz_pte.py's seed
+Each input is a delegate blob derived from a lowered seed (the blobs of scripts/fuzz_seeds.py's seed
 programs, as format 2 and as format 1) by one structured mutation:
 
 * ``json_value``  1-4 values anywhere in the torch.export JSON replaced by bait: expressions that
@@ -157,7 +157,7 @@ def seed_blobs(artifacts: Path, models: str) -> list[tuple[str, bytes]]:
     sys.path.insert(0, str(ROOT / "scripts"))
     sys.path.insert(0, str(ROOT / "tests"))
     import crafted
-    from fuzz_pte import build_seeds
+    from fuzz_seeds import build_seeds
 
     from et_tensorrt.inspection import delegate_blobs
 

@@ -16,63 +16,21 @@ is counted by kind; the last line printed is the figures for the seed (docs/reli
 docs/security.md). ``--no-verify`` loads with ``Runner(verify=False)`` to measure what the opt-out costs.
 ``--ptd``: the mutated-``.ptd`` mode (scripts/fuzz_ptd.py): the seeds saved with ``named_data="ptd"``, their
 ``.ptd`` mutated (flips, flips in the engine and weight bytes, truncations, swapped segments, another seed's); an
-input that runs although a byte the program reads changed is a finding and fails the run.
+input that runs although a byte the program reads changed is a finding and fails the run. ``--ptd --head``: only the
+``.ptd``'s head (its FlatTensor header and key table) is mutated; ``--through executorch`` loads and runs each input
+through ExecuTorch's own ``executorch.runtime`` instead of ``Runner`` (issue 45: ExecuTorch reads that key table
+unverified, and the delegate checks it before reading any named data).
 """
 
 from __future__ import annotations
 
-import random
 import sys
 from pathlib import Path
 
+from fuzz_seeds import SEED_MODELS, build_seeds, choose, run_one, seed_inputs
+
 ROOT = Path(__file__).resolve().parent.parent
 MUTATIONS = ("flip", "flip_blob", "flip_outside_blob", "truncate", "splice", "swap_blob")
-SEED_MODELS = ("mlp", "conv", "dynamic")
-
-
-# ------------------------------------------------------------------------------------------ seeds
-
-
-def _seed_models():
-    import torch
-
-    torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
-    conv = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 4, 3, padding=1),
-        torch.nn.BatchNorm2d(4),
-        torch.nn.ReLU(),
-        torch.nn.Flatten(),
-        torch.nn.Linear(4 * 6 * 6, 5),
-    ).eval()
-    batch = torch.export.Dim("batch", min=2, max=16)
-    return {
-        "mlp": (mlp, (torch.randn(2, 8),), None),
-        "conv": (conv, (torch.randn(1, 3, 6, 6),), None),
-        "dynamic": (mlp, (torch.randn(4, 8),), {"input": {0: batch}}),
-    }
-
-
-def seed_inputs(name: str) -> tuple:
-    return _seed_models()[name][1]
-
-
-def build_seeds(directory: Path, models: str = ",".join(SEED_MODELS)) -> dict[str, bytes]:
-    """Lowered seed programs, built once and cached under ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    out = {}
-    wanted = models.split(",")
-    for name, (model, inputs, dynamic) in _seed_models().items():
-        if name not in wanted:
-            continue
-        path = directory / f"{name}.pte"
-        if not path.exists():
-            import et_tensorrt
-
-            data = et_tensorrt.lower(model, inputs, dynamic_shapes=dynamic, min_block_size=1)
-            path.write_bytes(data)
-        out[name] = path.read_bytes()
-    return out
 
 
 def blob_regions(pte: bytes) -> list[tuple[int, int]]:
@@ -99,13 +57,6 @@ def swap_blob(pte: bytes, blob: bytes) -> bytes:
 
 
 # -------------------------------------------------------------------------------------- mutations
-
-
-def choose(seed: int, index: int, names: list[str], kinds: tuple[str, ...]) -> tuple[random.Random, str, str]:
-    """(the input's random source, its seed program, its mutation kind): input ``index`` of fuzz seed ``seed``, the
-    same in the child that runs it and the parent that saves it."""
-    rng = random.Random(seed * 1_000_003 + index)
-    return rng, names[index % len(names)], kinds[rng.randrange(len(kinds))]
 
 
 class Corpus:
@@ -161,22 +112,6 @@ class Corpus:
 # ---------------------------------------------------------------------------------------- child
 
 
-def run_one(data, inputs, verify: bool = True, data_path=None) -> str:
-    """Load and run one program (bytes or a path; ``data_path``: its .ptd); returns the outcome (an exception is an
-    outcome, a crash is not)."""
-    import et_tensorrt
-
-    try:
-        runner = et_tensorrt.Runner(data, verify=verify, data_path=data_path)
-    except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
-        return f"load refused: {type(e).__name__}"
-    try:
-        runner.run(list(inputs))
-    except Exception as e:  # noqa: BLE001
-        return f"run refused: {type(e).__name__}"
-    return "ran"
-
-
 def child(args) -> None:
     import logging
     import os
@@ -191,8 +126,8 @@ def child(args) -> None:
         work = Path(args.artifacts) / f"input-{args.seed}-{os.getpid()}.ptd"
 
         def one_ptd(index: int) -> list[str]:
-            name, kind, data = ptd_corpus.mutate(args.seed, index)
-            return [run_one_ptd(ptd_corpus, name, data, seed_inputs(name), work), f"mutation {kind}"]
+            name, kind, data = ptd_corpus.mutate(args.seed, index, args.head)
+            return [run_one_ptd(ptd_corpus, name, data, seed_inputs(name), work, args.through), f"mutation {kind}"]
 
         try:
             child_loop(args.start, args.stop, args.progress, args.result, args.canary, one_ptd)
@@ -212,6 +147,12 @@ def child(args) -> None:
 # --------------------------------------------------------------------------------------- parent
 
 
+def fuzzer_name(args) -> str:
+    """The fuzzer's name in its figures and crash files: pte, ptd, ptd-head; -no-verify, -executorch."""
+    name = ("ptd-head" if args.head else "ptd") if args.ptd else "pte"
+    return name + ("-no-verify" if args.no_verify else "") + ("-executorch" if args.through == "executorch" else "")
+
+
 def parent(args) -> int:
     from fuzz_children import run_batches
 
@@ -223,14 +164,18 @@ def parent(args) -> int:
         suffix = "ptd"
     else:
         corpus, suffix = Corpus(build_seeds(artifacts / "seeds", args.models)), "pte"
+    name = fuzzer_name(args)
 
     def save_input(index: int, where: Path) -> str:
-        name, kind, data = corpus.mutate(args.seed, index)
-        path = where / f"crash-{suffix}-{args.seed}-{index}.{suffix}"
+        seed_name, kind, data = (
+            corpus.mutate(args.seed, index, args.head) if args.ptd else corpus.mutate(args.seed, index)
+        )
+        path = where / f"crash-{name}-{args.seed}-{index}.{suffix}"
         path.write_bytes(data)
-        return f"{name}, {kind}: {path}"
+        return f"{seed_name}, {kind}: {path}"
 
-    extra = ["--models", args.models] + (["--no-verify"] if args.no_verify else []) + (["--ptd"] if args.ptd else [])
+    extra = ["--models", args.models, "--through", args.through] + (["--no-verify"] if args.no_verify else [])
+    extra += (["--ptd"] if args.ptd else []) + (["--head"] if args.head else [])
     rc, figures = run_batches(
         script=__file__,
         seed=args.seed,
@@ -241,7 +186,7 @@ def parent(args) -> int:
         child_args=extra,
         save_input=save_input,
         figures_file=args.figures,
-        name=suffix + ("-no-verify" if args.no_verify else ""),
+        name=name,
     )
     silent = figures["outcomes"].get(SILENT, 0) if args.ptd else 0
     if silent:
@@ -263,6 +208,16 @@ def main() -> int:
     )
     p.add_argument("--no-verify", action="store_true", help="load with Runner(verify=False) (the opt-out)")
     p.add_argument("--ptd", action="store_true", help="mutate the seeds' .ptd (named_data='ptd'), not the .pte")
+    p.add_argument("--head", action="store_true", help="with --ptd: mutate only its header and key table")
+    p.add_argument(
+        "--through",
+        choices=("runner", "executorch"),
+        default="runner",
+        help="with --ptd: load and run through et_tensorrt.Runner or ExecuTorch's own executorch.runtime",
+    )
+    known = p.parse_known_args()[0]
+    if (known.head or known.through != "runner") and not known.ptd:
+        p.error("--head and --through are modes of --ptd")
     return fuzz_main(p, child, parent)
 
 

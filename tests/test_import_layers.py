@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "et_tensorrt"
+SCRIPTS = PACKAGE.parent / "scripts"  # run as files: they import each other by bare name (their folder on sys.path)
 
 # Layer -> the layers it may import (its own included). Bottom first.
 ALLOWED = {
@@ -132,6 +133,32 @@ def imports(package: Path = PACKAGE) -> list[Import]:
     return found
 
 
+def script_imports(scripts: Path = SCRIPTS) -> list[Import]:
+    """Every import of one script by another (``import fuzz_children``, ``from fuzz_seeds import ...``)."""
+    names = {path.stem for path in scripts.glob("*.py")}
+    found = []
+    for path in sorted(scripts.glob("*.py")):
+
+        def visit(node, local, type_only, name=path.stem):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Import):
+                    targets = {a.name.split(".")[0] for a in child.names}
+                elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                    targets = {child.module.split(".")[0]}
+                else:
+                    targets = set()
+                for target in sorted((targets & names) - {name}):
+                    found.append(Import(name, target, child.lineno, local, type_only))
+                visit(
+                    child,
+                    local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef),
+                    type_only or (isinstance(child, ast.If) and _type_checking(child)),
+                )
+
+        visit(ast.parse(path.read_text(), str(path)), False, False)
+    return found
+
+
 def layer(module: str) -> str:
     parts = module.split(".")
     for n in range(len(parts), 0, -1):
@@ -188,6 +215,12 @@ def test_no_import_circle():
     assert circles(imports()) == []
 
 
+def test_no_import_circle_among_scripts():
+    """What two scripts share lives in a third (scripts/fuzz_seeds.py for fuzz_pte.py and fuzz_ptd.py), function-local
+    imports included: a circle works only while every import of it stays inside a function."""
+    assert circles(script_imports()) == []
+
+
 def test_imports_run_down_the_layers():
     bad = [
         f"{i.source}:{i.line} ({layer(i.source)}) imports {i.target} ({layer(i.target)})"
@@ -237,6 +270,7 @@ def report(found: list[Import]) -> None:
 
 if __name__ == "__main__":
     report(imports(Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE))
+    print(f"import circles among scripts/: {circles(script_imports())}")
 
 
 def _imports_at_load(tree: ast.Module):

@@ -34,7 +34,7 @@ from ..embedded_program import load_program
 from ..errors import EngineRefusedError
 from ..format.blob import DEVICE_CUDA, Blob, program_digest
 from ..format.dtypes import scalar_type_dtype
-from . import cuda_graph, graph_program, shared, state
+from . import cuda_graph, graph_program, load_residue, shared, state
 
 log = logging.getLogger("et_tensorrt")
 
@@ -62,6 +62,14 @@ class PyTorchExecutor:
     def __init__(self, blob: Blob, device: torch.device, reason: str, scope: tuple[int, str] = (0, "")):
         self.device = device
         self.reason = reason
+        # What torch keeps of the load in its process-wide caches goes when the load ends (the source of the
+        # module kept here when the executor closes): loads and resets hold no memory once they are gone.
+        self._residue = load_residue.LoadResidue()
+        with self._residue:
+            program = self._load(blob, device, scope)
+            self._residue.keep(program.graph_module)
+
+    def _load(self, blob: Blob, device: torch.device, scope: tuple[int, str]) -> torch.export.ExportedProgram:
         with _LOAD_LOCK:
             program = load_program(blob)
         _place_factories(program.graph_module, device)
@@ -85,6 +93,7 @@ class PyTorchExecutor:
         self._user_outputs = graph_program.user_output_positions(program)
         if any(t is not None for t in lifted[len(self._lifted) :]):  # torch.export lifts weights first
             raise RuntimeError("the partition's program takes user inputs before its weights")
+        return program
 
     def run(self, inputs: Sequence, outputs: Sequence[torch.Tensor | None]) -> list[torch.Tensor]:
         """``inputs``: tensors, and ints for size arguments (the program takes them as SymInt inputs)."""
@@ -92,8 +101,10 @@ class PyTorchExecutor:
         return [result[i] for i in self._user_outputs]
 
     def close(self) -> None:
-        """Lets go of the program's shared states (the delegate calls it when its method goes)."""
+        """Lets go of the program's shared states and its generated source (the delegate calls it when its method
+        goes)."""
         self._states.close()
+        self._residue.close()
 
 
 def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:

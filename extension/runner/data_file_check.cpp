@@ -5,7 +5,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "flatbuffer_view.h"
+#include "../format/flat_tensor_table.h"
 #include "program_runner.h"
 
 namespace et_tensorrt {
@@ -21,66 +21,6 @@ uint64_t u64_at(const char* head, size_t offset) {
   uint64_t value;
   std::memcpy(&value, head + offset, sizeof(value));
   return value;
-}
-
-// flat_tensor.fbs (declaration order): FlatTensor {version, segments, named_data}, DataSegment {offset, size},
-// NamedData {key, segment_index, tensor_layout}, TensorLayout {scalar_type, sizes: [int32], dim_order: [uint8]}.
-constexpr int kVersion = 0, kSegments = 1, kNamedData = 2;
-constexpr int kSegmentOffset = 0, kSegmentSize = 1;
-constexpr int kKey = 0, kSegmentIndex = 1, kTensorLayout = 2;
-constexpr int kLayoutScalarType = 0, kLayoutSizes = 1, kLayoutDimOrder = 2;
-
-// What is wrong with the key table `fb` ("" when nothing), its keys into `keys`. Segments must lie inside the file
-// (`file_size`, from `segment_base`), each entry must name one.
-std::string key_table_problem(const uint8_t* data, size_t size, uint64_t segment_base, uint64_t file_size,
-                              std::set<std::string>& keys) {
-  const Flatbuffer fb(data, size);
-  const auto root = fb.root();
-  if (!root || !fb.whole_table(*root)) return "its root lies outside it";
-  const auto version_at = fb.field(*root, kVersion);
-  if (version_at && !fb.read<uint32_t>(*version_at)) return "its version lies outside it";
-  const auto segments = fb.deref_field(*root, kSegments);
-  const auto named = fb.deref_field(*root, kNamedData);
-  if (!segments || !named) return "no segment or key list";
-  const auto n_segments = fb.length(*segments);
-  const auto n_named = fb.length(*named);
-  if (!n_segments || !n_named) return "a list ends past it";
-  for (uint32_t i = 0; i < *n_segments; ++i) {
-    const auto segment = fb.follow(*segments + 4 + 4 * static_cast<size_t>(i));
-    const auto offset_at = segment ? fb.field(*segment, kSegmentOffset) : std::nullopt;
-    const auto size_at = segment ? fb.field(*segment, kSegmentSize) : std::nullopt;
-    const auto offset = offset_at ? fb.read<uint64_t>(*offset_at) : std::optional<uint64_t>(0);
-    const auto bytes = size_at ? fb.read<uint64_t>(*size_at) : std::optional<uint64_t>(0);
-    if (!segment || !fb.whole_table(*segment) || !offset || !bytes)
-      return "segment " + std::to_string(i) + " is damaged";
-    if (*offset > file_size || *bytes > file_size - *offset || segment_base > file_size - *offset - *bytes) {
-      return "segment " + std::to_string(i) + " ends past the file";
-    }
-  }
-  for (uint32_t i = 0; i < *n_named; ++i) {
-    const std::string what = "entry " + std::to_string(i);
-    auto entry = fb.follow(*named + 4 + 4 * static_cast<size_t>(i));
-    if (entry && !fb.whole_table(*entry)) entry = std::nullopt;
-    const auto key_at = entry ? fb.deref_field(*entry, kKey) : std::nullopt;
-    const auto key = key_at ? fb.string(*key_at) : std::nullopt;
-    if (!key) return what + " has no readable key";
-    const auto index_at = fb.field(*entry, kSegmentIndex);
-    const auto index = index_at ? fb.read<uint32_t>(*index_at) : std::optional<uint32_t>(0);
-    if (!index || *index >= *n_segments) return what + " names no segment";
-    if (fb.field(*entry, kTensorLayout)) {
-      auto layout = fb.deref_field(*entry, kTensorLayout);
-      if (layout && !fb.whole_table(*layout)) layout = std::nullopt;
-      const auto sizes = layout ? fb.deref_field(*layout, kLayoutSizes) : std::nullopt;
-      const auto order = layout ? fb.deref_field(*layout, kLayoutDimOrder) : std::nullopt;
-      const bool sizes_ok = layout && (!fb.field(*layout, kLayoutSizes) || (sizes && fb.scalars(*sizes, 4)));
-      const bool order_ok = layout && (!fb.field(*layout, kLayoutDimOrder) || (order && fb.scalars(*order, 1)));
-      const auto type_at = layout ? fb.field(*layout, kLayoutScalarType) : std::nullopt;
-      const bool type_ok = layout && (!type_at || fb.read<int8_t>(*type_at));
-      if (!sizes_ok || !order_ok || !type_ok) return what + " has a damaged tensor layout";
-    }
-    keys.insert(*key);
-  }
-  return "";
 }
 
 }  // namespace
@@ -121,8 +61,8 @@ std::set<std::string> data_file_keys(const std::string& data_path, const std::st
   f.seekg(0);
   f.read(table.data(), static_cast<std::streamsize>(table.size()));
   std::set<std::string> keys;
-  const std::string problem =
-      key_table_problem(reinterpret_cast<const uint8_t*>(table.data()), table.size(), segment_base, size, keys);
+  const std::string problem = flat_tensor_table_problem(reinterpret_cast<const uint8_t*>(table.data()), table.size(),
+                                                        segment_base, size, &keys);
   if (!problem.empty()) {
     throw RunnerError(prefix + "its key table is damaged (" + problem +
                       "): the file is corrupt; copy the .ptd again or save the model again");

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "flatbuffer_view.h"
+#include "../format/flatbuffer_view.h"
 #include "program_fields.h"
 
 namespace et_tensorrt {

@@ -3,7 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "flatbuffer_view.h"
+#include "../format/flatbuffer_view.h"
 #include "program_fields.h"
 
 namespace py = pybind11;

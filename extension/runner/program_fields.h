@@ -1,5 +1,5 @@
 // Field indices in ExecuTorch's schema/program.fbs (declaration order; the schema gives no explicit ids), for the
-// runner's bounds-checked reads of a program's flatbuffer (flatbuffer_view.h).
+// runner's bounds-checked reads of a program's flatbuffer (format/flatbuffer_view.h).
 #pragma once
 
 namespace et_tensorrt::program_fields {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <string>
 
+#include "data_map_check.h"
 #include "delegate_handle.h"
 #include "named_data.h"
 
@@ -44,6 +45,13 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
       // The delegate takes the processed buffer itself (no copy); ExecuTorch's own FreeableBuffer is left empty.
       // Its engine and weights may be the program's named data (the .pte's, or a .ptd's): read from there.
       const InitSite site(context.get_method_name(), specs);  // named in its errors
+      // Before anything asks the program's named data for a key: a .ptd's damaged key table would crash ExecuTorch.
+      if (const std::string damaged = damaged_data_map(context.get_named_data_map()); !damaged.empty()) {
+        return report("init",
+                      "the program's data file (.ptd) is corrupt: its key table is damaged (" + damaged +
+                          "), and ExecuTorch would read outside it; copy the .ptd again or save the model again",
+                      Error::InvalidExternalData);
+      }
       // States shared by the program's methods are keyed by the loaded program (program_scope.h).
       return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map(),
                                              context.get_method_name());

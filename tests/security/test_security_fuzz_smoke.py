@@ -52,6 +52,19 @@ def test_mutated_ptd_files_through_the_runner(artifacts):
     assert outcomes.get("mutation flip_data", 0) > 0 and outcomes.get("mutation swap_segments", 0) > 0, outcomes
 
 
+def test_damaged_ptd_heads_through_executorchs_own_runtime(artifacts):
+    """The .ptd's header and key table mutated, each input loaded and run through executorch.runtime (issue 45: 13 of
+    200 crashed ExecuTorch's FlatTensorDataMap before the delegate checked the key table at init)."""
+    figures = _fuzz(
+        "fuzz_pte.py", artifacts, "--ptd", "--head", "--through", "executorch", "--seed", "11", "--inputs", "40",
+        "--batch", "40", "--models", "mlp",
+    )  # fmt: skip
+    outcomes = figures["outcomes"]
+    assert sum(v for k, v in outcomes.items() if not k.startswith("mutation")) == 40
+    assert "ran on changed named data" not in outcomes, outcomes
+    assert outcomes.get("mutation flip_key_table", 0) > 0 and outcomes.get("mutation word_key_table", 0) > 0, outcomes
+
+
 def test_hostile_programs_through_the_loader(artifacts):
     figures = _fuzz(
         "fuzz_program.py", artifacts, "--seed", "11", "--inputs", "150", "--batch", "150", "--models", "mlp"

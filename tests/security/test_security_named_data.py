@@ -150,14 +150,7 @@ def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_pa
     """ExecuTorch reads a .ptd's flatbuffer unverified (the fuzzer's flips there crashed it): Runner walks it
     bounds-checked first."""
     a = saved[0]
-    data = bytearray(open(a.data_path, "rb").read())
-    if damage == "root":
-        data[0:4] = (2**32 - 16).to_bytes(4, "little")
-    elif damage == "key_length":
-        at = data.index(b"et_tensorrt:") - 4  # the first key's u32 length
-        data[at : at + 4] = (2**32 - 16).to_bytes(4, "little")
-    else:
-        data[_segment_table(bytes(data), 0) + 3] ^= 0x40  # the high byte of its offset to its vtable
+    data = _damaged_key_table(open(a.data_path, "rb").read(), damage)
     path = tmp_path / "damaged.ptd"
     path.write_bytes(data)
     with pytest.raises(RunnerError) as caught:
@@ -167,6 +160,58 @@ def test_a_damaged_key_table_is_refused_before_executorch_reads_it(saved, tmp_pa
         rf"\({problem}\): the file is corrupt; copy the .ptd again or save the model again",
         str(caught.value),
     ), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        ("key_length", r"entry \d has no readable key"),
+        ("segment_vtable", "segment 0 is damaged"),
+        ("key_count", "a list ends past it"),
+    ],
+)
+def test_executorchs_own_runtime_never_reads_a_damaged_key_table(saved, tmp_path, damage, problem):
+    """Through executorch.runtime, ExecuTorch maps the .ptd itself and reads its flatbuffer unverified on every lookup
+    (13 of 200 head mutations crashed it inside FlatTensorDataMap::get_data, issue 45): the delegate's init walks
+    the bytes ExecuTorch loaded, bounds-checked, before it asks the map for anything (runtime/data_map_check.h).
+    ExecuTorch checks the root offset itself ("root table offset ... is invalid")."""
+    from executorch.runtime import Runtime
+
+    from et_tensorrt import _C
+
+    data = _damaged_key_table(open(saved[0].data_path, "rb").read(), damage)
+    path = tmp_path / "damaged.ptd"
+    path.write_bytes(data)
+    with pytest.raises(RuntimeError):
+        Runtime.get().load_program(saved[0].path, data_path=str(path)).load_method("forward")
+    assert re.fullmatch(
+        r"EtTensorRTBackend init: the program's data file \(.ptd\) is corrupt: its key table is damaged "
+        rf"\({problem}\), and ExecuTorch would read outside it; copy the .ptd again or save the model again",
+        _C.last_delegate_error(),
+    ), _C.last_delegate_error()
+
+
+def _damaged_key_table(ptd: bytes, damage: str) -> bytes:
+    data = bytearray(ptd)
+    if damage == "root":
+        data[0:4] = (2**32 - 16).to_bytes(4, "little")
+    elif damage == "key_length":
+        at = data.index(b"et_tensorrt:") - 4  # the first key's u32 length
+        data[at : at + 4] = (2**32 - 16).to_bytes(4, "little")
+    elif damage == "segment_vtable":
+        data[_segment_table(bytes(data), 0) + 3] ^= 0x40  # the high byte of its offset to its vtable
+    else:
+        at = _key_list(bytes(data)) - 4  # the key list's u32 length
+        data[at : at + 4] = (2**31).to_bytes(4, "little")
+    return bytes(data)
+
+
+def _key_list(ptd: bytes) -> int:
+    """Where the first entry of a .ptd's key list (flat_tensor.fbs: FlatTensor field 2, NamedData) starts."""
+    from flatbuffers.table import Table
+
+    root = Table(ptd, int.from_bytes(ptd[0:4], "little"))
+    return root.Vector(root.Offset(8))
 
 
 def _segment_table(ptd: bytes, index: int) -> int:
