@@ -152,7 +152,7 @@ class MultimodalGenerator:
                 "export with a longer max_seq_len"
             )
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, echo=False)
-        text, s, plans = _native_generate(
+        text, ended, s, plans = _native_generate(
             self,
             "MultimodalRunner",
             lambda stats: self._runner.generate(inputs, config, stats_callback=stats),
@@ -172,6 +172,9 @@ class MultimodalGenerator:
             tuple(sum(p.bytes_copied for p in step) for step in steps),
             counted if steps else "",
             tuple(sum(p.state_bytes for p in step) for step in steps),
+            ended_at_eos=ended,
+            by="MultimodalRunner",
+            sampling=f"temperature {temperature}" if temperature else "greedy",
         )
 
     def reset(self) -> None:
