@@ -28,8 +28,11 @@ from ..partition.argument_limits import TOPK_MAX_K
 from .constants import SAMPLING_METHODS
 
 PRIME = 2_147_483_647  # 2**31 - 1: residues below 2**31, so a product of two stays below 2**62
-# (multiplier, key) per round: x <- ((x + counter + seed_high + key) ** 2 * multiplier + high bits) mod PRIME
-ROUNDS = ((1_103_515_245, 12_345), (69_621, 2_718_281), (48_271, 3_141_592), (16_807, 1_618_033))
+# (multiplier, key) per round: x <- ((x + counter + seed_high + key) ** 2 * multiplier + high bits) mod PRIME.
+# Three rounds: consecutive draws uncorrelated (|r| < 0.01 over 20,000 counters or seeds, pairs uniform); a fourth
+# takes TensorRT-RTX's builder past a cliff with the sampler beside it (a 256-token head on the CPU: 65 s with three
+# rounds, over 20 min with four).
+ROUNDS = ((1_103_515_245, 12_345), (69_621, 2_718_281), (48_271, 3_141_592))
 DRAW_BITS = 24  # float32 holds every multiple of 2**-24 in [0, 1) exactly
 _FOLD = 65_536  # x // 2**16: the high bits of a residue folded into its low ones
 _SHIFT = 128  # x // 2**7: a residue's top 24 bits
