@@ -289,7 +289,7 @@ def run_next_token(kind: str) -> list[NextTokenRow]:
 
     rows = []
     for head in (None, Sampling(), Sampling(**SEEDED)):
-        model = decoders.hf_causal_lm(kind, decoders.VOCAB)
+        model = decoders.hf_tiny_causal_lm(kind, decoders.VOCAB)
         lm = export_causal_lm(model, max_seq_len=decoders.MAX_CONTEXT, methods="prefill_decode", sampling=head)
         pte = et_tensorrt.lower(lm.programs, constant_methods=lm.constant_methods)
         parts = ", ".join(

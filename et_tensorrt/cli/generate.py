@@ -138,12 +138,12 @@ def cmd_generate(args) -> int:
         "Transcriber": "et_tensorrt.llm.Transcriber (the encoder once, the decoder a token a call)",
     }[kind]
     prompt = "decoder prompt" if kind == "Transcriber" else "prompt"
-    ended = " (the last an end-of-sequence token)" if result.ended_at_eos else ""
+    ended = ", the last an end-of-sequence token" if result.ended_at_eos else ""
     how = f"\ntokens: {result.sampling}" if result.sampling else ""
     print(
-        f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated{ended} in "
-        f"{result.seconds:.3f} s ({result.tokens_per_second:.0f} tokens/s) by {result.by or by}; the KV cache stays in "
-        f"the delegate{how}"
+        f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
+        f"({result.tokens_per_second:.0f} tokens/s{ended}) by {result.by or by}; the KV cache stays in the "
+        f"delegate{how}"
     )
     print(_bytes_line(result.step_bytes, result.bytes_counted))
     return EXIT_OK

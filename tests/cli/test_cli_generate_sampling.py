@@ -53,7 +53,7 @@ def eager_tokens(model, prompt: list[int], sampling: Sampling, seed: int = 0) ->
 
 class Lowered:
     def __init__(self, folder, tokenizer, vocab, kind, methods, sampling):
-        model = decoders.hf_causal_lm(kind, vocab, context=CONTEXT)
+        model = decoders.hf_tiny_causal_lm(kind, vocab, context=CONTEXT)
         self.prompt = decoders_tokenizer(tokenizer).encode(PROMPT, add_special_tokens=False).ids
         self.expected = eager_tokens(model, self.prompt, sampling, SEED)
         lm = export_causal_lm(model, max_seq_len=CONTEXT, methods=methods, sampling=sampling)
