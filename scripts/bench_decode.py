@@ -29,9 +29,14 @@ and the state the loaded program holds against what one state per method would h
 Then the resident memory and load time of a larger llama's two methods, sharing one state, against the same methods
 as two programs, a state each (``--memory-only``: that table alone).
 
+Then the next token, for tiny HF Llama- and Qwen3-shaped decoders as prefill/decode programs: the logits handed to
+the host, which chooses (greedy, then seeded sampling), against the token chosen in the engine (``export_causal_lm(
+sampling=...)``), fed to the next call as it is: bytes per decode step both ways, and whether the tokens are the same
+(``--next-token-only [llama] [qwen3]``: that table alone).
+
 Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
 
-    python scripts/bench_decode.py [--tokens 18] [--json out.json] [--memory-only]
+    python scripts/bench_decode.py [--tokens 18] [--json out.json] [--memory-only] [--next-token-only [KIND ...]]
 """
 
 from __future__ import annotations
@@ -256,6 +261,97 @@ def memory_table() -> list[MemoryRow]:
     return memory
 
 
+@dataclass
+class NextTokenRow:
+    decoder: str
+    choice: str  # where and how the next token is chosen
+    partitions: str = ""  # per method: partitions, host nodes
+    bytes_per_step: float = 0.0  # every copy of a decode call, the method boundary's included (its placement plan)
+    io_bytes_per_step: float = 0.0  # what the call's inputs and outputs hold: the most a GPU copies per step
+    tokens_per_s: float = 0.0  # decode steps (CPU fallback without a GPU)
+    tokens: tuple = ()
+    same_tokens: str = ""  # against the row that chooses the same way from the logits on the host
+    error: str = ""
+
+
+NEXT_TOKEN_STEPS = 16
+SEEDED = {"temperature": 0.8, "top_k": 50, "top_p": 0.9}
+
+
+def run_next_token(kind: str) -> list[NextTokenRow]:
+    """One tiny HF decoder (``kind``) as prefill/decode programs three ways: returning the logits (the host chooses:
+    greedy, then seeded sampling), choosing greedily in the engine, sampling in the engine with the same seed; the
+    prompt of 4, then NEXT_TOKEN_STEPS decode steps, each call's token fed to the next as it is."""
+    from et_tensorrt import Runner
+    from et_tensorrt.llm import export_causal_lm
+    from et_tensorrt.llm.sampling import Sampling
+    from et_tensorrt.llm.token_loop import Signature, TokenLoop
+
+    rows = []
+    for head in (None, Sampling(), Sampling(**SEEDED)):
+        model = decoders.hf_tiny_causal_lm(kind, decoders.VOCAB)
+        lm = export_causal_lm(model, max_seq_len=decoders.MAX_CONTEXT, methods="prefill_decode", sampling=head)
+        pte = et_tensorrt.lower(lm.programs, constant_methods=lm.constant_methods)
+        parts = ", ".join(
+            f"{m} {len(r.partitions)}/{len(r.host_nodes)}" for m, r in et_tensorrt.lower.last_reports.items()
+        )
+        for choice in (Sampling(), Sampling(**SEEDED)) if head is None else (head,):
+            where = "in the engine" if head is not None else "on the host from the logits"
+            row = NextTokenRow(f"HF {kind} (prefill/decode)", f"{choice}, {where}", parts)
+            runner = Runner(pte)
+            loop = TokenLoop(runner, Signature(head=head), choice, seed=1234)
+            token, position, plans, moved, seconds = loop.first([3, 5, 7, 11], 0), 4, [], [], []
+            tokens = [int(token)]
+            for _ in range(NEXT_TOKEN_STEPS):
+                began = time.perf_counter()
+                token = loop.next(token, position)
+                tokens.append(int(token))  # the host reads it: to stream its text and see the end
+                seconds.append(time.perf_counter() - began)
+                plans.append(runner.last_plan.bytes_copied)
+                moved.append(loop.io_bytes)
+                position += 1
+            row.bytes_per_step = statistics.mean(plans)
+            row.io_bytes_per_step = statistics.mean(moved)
+            row.tokens_per_s = len(seconds[1:]) / sum(seconds[1:])
+            row.tokens = tuple(tokens)
+            rows.append(row)
+    for engine, host in zip(rows[2:], rows[:2]):  # greedy, sampled: in the engine vs on the host
+        engine.same_tokens = "yes" if engine.tokens == host.tokens else "NO"
+    return rows
+
+
+def next_token_table(kinds=("llama", "qwen3")) -> list[NextTokenRow]:
+    rows = []
+    for kind in kinds:
+        try:
+            rows += run_next_token(kind)
+        except Exception as exc:  # noqa: BLE001
+            rows.append(NextTokenRow(f"HF {kind}", "", error=f"{type(exc).__name__}: {exc}"[:300]))
+    print(
+        f"\nThe next token: logits to the host vs chosen in the engine (prefill of 4, then {NEXT_TOKEN_STEPS} decode "
+        "steps, each call's token fed to the next; seed 1234):\n"
+    )
+    print(
+        "| decoder | next token | partitions/host nodes per method | B copied per decode step | B its I/O holds "
+        "| tokens/s | same tokens as the host's choice |"
+    )
+    print("|---|---|---|---:|---:|---:|---|")
+    for r in rows:
+        if r.error:
+            print(f"| {r.decoder} | failed: {r.error} ||||||")
+            continue
+        print(
+            f"| {r.decoder} | {r.choice} | {r.partitions} | {r.bytes_per_step:,.0f} | {r.io_bytes_per_step:,.0f} "
+            f"| {r.tokens_per_s:.0f} | {r.same_tokens or '(the reference)'} |"
+        )
+    vocab = 128_256
+    print(
+        f"\nLlama-3 projection: a decode step hands the host the logits, {vocab * 4:,} B ({vocab:,} x float32), "
+        "or the chosen token, 8 B (int64), after 16 B in (token, position; 32 B with seed and counter)"
+    )
+    return rows
+
+
 def llama_1b_projection() -> dict:
     """Llama-3.2-1B: 16 layers, 8 KV heads, head dim 64, context 2048, fp16 caches."""
     layers, kv_heads, head_dim, context, itemsize = 16, 8, 64, 2048, 2
@@ -269,10 +365,19 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=18)
     parser.add_argument("--json")
     parser.add_argument("--memory-only", action="store_true", help="only the shared vs per-method memory table")
+    parser.add_argument(
+        "--next-token-only", nargs="*", metavar="KIND", help="only the next-token table (of llama, qwen3: default both)"
+    )
     args = parser.parse_args()
     tokens = TOKENS[: args.tokens]
     if args.memory_only:
         return 1 if any(r.error for r in memory_table()) else 0
+    if args.next_token_only is not None:
+        rows = next_token_table(tuple(args.next_token_only) or ("llama", "qwen3"))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"next_token": [asdict(r) for r in rows]}, f, indent=1)
+        return 1 if any(r.error or r.same_tokens == "NO" for r in rows) else 0
     rows = []
     for make in (decoders.executorch_llama, lambda: decoders.executorch_llama(dynamic=True), decoders.hf_llama):
         for backend in ("ours", "ours-fp16", "ours-bf16", "ours-not-owned", "xnnpack"):
@@ -329,6 +434,7 @@ def main() -> int:
             f"| {r.per_method_state_bytes:,} |"
         )
     memory = memory_table()
+    next_token = next_token_table()
     projection = llama_1b_projection()
     print(
         f"\nLlama-3.2-1B projection (fp16 caches {projection['cache_bytes'] / 2**20:.0f} MiB): "
@@ -341,10 +447,12 @@ def main() -> int:
                 "rows": [asdict(r) for r in rows],
                 "methods": [asdict(r) for r in methods],
                 "memory": [asdict(r) for r in memory],
+                "next_token": [asdict(r) for r in next_token],
             }
             json.dump({**tables, "llama_3_2_1b": projection}, f, indent=1)
     owned = ("et_tensorrt", "et_tensorrt fp16", "et_tensorrt bf16")
-    failed = any(r.error for r in rows if r.backend in owned) or any(r.error for r in methods + memory)
+    failed = any(r.error for r in rows if r.backend in owned) or any(r.error for r in methods + memory + next_token)
+    failed = failed or any(r.same_tokens == "NO" for r in next_token)
     return 1 if failed else 0
 
 

@@ -11,7 +11,7 @@ import codecs
 import statistics
 import sys
 
-from .common import EXIT_OK, CliError, backend_log, load_torch, quiet_native_stderr
+from .common import EXIT_OK, CliError, UsageError, backend_log, load_torch, quiet_native_stderr
 from .data_file import data_file
 from .progress import notice
 
@@ -21,7 +21,7 @@ def _runner_kind(pte: str) -> str:
     for a program none can run."""
     from .. import inspection
     from ..format.pte_tables import PteTableError, method_names
-    from ..llm.constants import is_multimodal, missing_methods
+    from ..llm.constants import SAMPLING_METHODS, is_multimodal, missing_methods
 
     try:
         flatbuffer = inspection.read_flatbuffer(pte)
@@ -51,7 +51,8 @@ def _runner_kind(pte: str) -> str:
             f"{pte} is not an LLM program `generate` can run: it has no method(s) {', '.join(missing)} (it has "
             f"{', '.join(sorted(names)) or 'none'}); lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
         )
-    return "MethodsDriver" if two else "TextLLMRunner"
+    # TextLLMRunner reads float logits: a program choosing its token in the engine is driven by MethodsDriver
+    return "MethodsDriver" if two or SAMPLING_METHODS[0] in names else "TextLLMRunner"
 
 
 def _show_pieces():
@@ -99,6 +100,21 @@ def cmd_generate(args) -> int:
     load_torch(args.debug)
     from ..errors import InputShapeError, OptionError, RunnerError
     from ..llm import MultimodalGenerator, TextGenerator, Transcriber
+    from ..llm.sampling import Sampling
+
+    asked = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p}
+    try:  # judged before any work (top-k's TensorRT limit)
+        Sampling(**{k: v for k, v in asked.items() if v is not None})
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if kind in ("MultimodalRunner", "Transcriber"):  # their samplers take a temperature, no top-k/top-p or seed
+        refused = [f"--{k.replace('_', '-')}" for k, v in (*asked.items(), ("seed", args.seed)) if v is not None]
+        refused = [flag for flag in refused if flag != "--temperature"]
+        if refused:
+            raise UsageError(f"{', '.join(refused)}: {kind} samples with a temperature only; leave them out")
+        options = {"temperature": args.temperature or 0.0, **media}
+    else:
+        options = {"seed": args.seed, **asked}
 
     notice(f"loading {args.pte} ({kind}) ...")
     limit = args.max_new_tokens or (None if kind == "Transcriber" and media else 16)
@@ -109,13 +125,7 @@ def cmd_generate(args) -> int:
         if kind != "Transcriber":
             print(args.prompt, end="", flush=True)
         with backend_log(args.debug):  # the drivers' Runner notes where it runs ("runs with PyTorch on cpu")
-            result = generator.generate(
-                args.prompt or "",
-                max_new_tokens=limit,
-                temperature=args.temperature,
-                on_token=_show_pieces(),
-                **media,
-            )
+            result = generator.generate(args.prompt or "", max_new_tokens=limit, on_token=_show_pieces(), **options)
     except (RunnerError, InputShapeError, OptionError) as e:
         print(flush=True)
         raise CliError(str(e)) from e
@@ -128,9 +138,11 @@ def cmd_generate(args) -> int:
         "Transcriber": "et_tensorrt.llm.Transcriber (the encoder once, the decoder a token a call)",
     }[kind]
     prompt = "decoder prompt" if kind == "Transcriber" else "prompt"
+    how = f"\ntokens: {result.sampling}" if result.sampling else ""
     print(
         f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
-        f"({result.tokens_per_second:.0f} tokens/s) by {by}; the KV cache stays in the delegate"
+        f"({result.tokens_per_second:.0f} tokens/s) by {result.by or by}; the KV cache stays in the "
+        f"delegate{how}"
     )
     if result.stopped:
         print(f"stopped at {result.stopped}")

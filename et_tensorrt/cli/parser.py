@@ -84,6 +84,26 @@ def _tolerance(text: str) -> float:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
+def _int64(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be an integer that fits int64, got {text!r}")
+    return value
+
+
 def _existing_file(text: str) -> str:
     if not os.path.exists(text):
         raise argparse.ArgumentTypeError(f"{text!r} does not exist")
@@ -413,7 +433,12 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
     p.add_argument("--data", type=_existing_file, metavar="PTD", help="the .ptd with its named data (--named-data ptd)")
     p.add_argument("--prompt", help="the text to continue (an encoder-decoder's input); a speech program's is --audio")
     p.add_argument("--max-new-tokens", type=_at_least_one, metavar="N", help="(default 16; transcribing: to its end)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 picks the likeliest token (default 0)")
+    p.add_argument(
+        "--temperature", type=_tolerance, help="0 picks the likeliest token (default 0, or the program's own sampling)"
+    )
+    p.add_argument("--top-k", type=_at_least_zero, metavar="K", help="draw among the K likeliest tokens (default 50)")
+    p.add_argument("--top-p", type=_probability, metavar="P", help="... the fewest of them holding P (default 1)")
+    p.add_argument("--seed", type=_int64, help="the draws' seed: the same seed, the same text (default: a new one)")
     p.add_argument(
         "--image", type=_existing_file, help="an image (PNG, JPEG, ...) for a vision-language program "
         "(export_multimodal), where the prompt says <image> or before it; prepared by the model's image processor"

@@ -11,7 +11,9 @@ and runtime, and the drivers that generate with them.
 * ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`;
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
-  ``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`).
+  ``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`);
+* ``sampling``: the next token chosen inside the program (:class:`Sampling`, a head any causal exporter adds), and
+  ``token_loop``: each call's token fed to the next.
 
 Names load with their module on first use: the command line reads :func:`missing_methods` without torch.
 """
@@ -38,6 +40,7 @@ _HOME = {
     "Generation": "generation",
     "MethodsDriver": "generation",
     "TextGenerator": "generation",
+    "Sampling": "sampling",
 }
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "Generation",
     "MethodsDriver",
     "MultimodalGenerator",
+    "Sampling",
     "TextGenerator",
     "Transcriber",
     "export_causal_lm",
@@ -65,6 +69,7 @@ if TYPE_CHECKING:
     from .generation import Generation, MethodsDriver, TextGenerator
     from .multimodal import ExportedMultimodal, export_multimodal
     from .multimodal_generation import MultimodalGenerator
+    from .sampling import Sampling
     from .seq2seq import ExportedSeq2Seq, export_encoder_decoder
     from .transcribe import Transcriber
 

@@ -12,10 +12,11 @@ from typing import Any
 
 from .._quiet import quiet
 from .constants import llm_methods
+from .sampling import Sampling, export_sampled, sampling_methods
 
 
 @quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
-def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
+def export_prefill_decode(model, max_seq_len: int | None = None, sampling=None) -> dict:
     """``{"prefill": ..., "decode": ...}`` ExportedPrograms of one causal LM, as ExecuTorch's CUDA backend and
     optimum-executorch export LLMs: ``prefill`` takes 1 .. max_seq_len - 1 tokens (a dynamic length), ``decode`` one.
     Lowered together (``et_tensorrt.lower(methods, constant_methods=llm_methods(...))``) both bind one KV cache in the
@@ -24,14 +25,16 @@ def export_prefill_decode(model, max_seq_len: int | None = None) -> dict:
     ``model``: a HF transformers causal LM (``LlamaForCausalLM(config)`` or ``from_pretrained(folder)``; exported
     with its static cache of ``max_seq_len``, default its ``max_position_embeddings``, through
     ``TorchExportableModuleForDecoderOnlyLM``) or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache`` and
-    ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own)."""
-    export, _, _, dynamic = _exporter(model, max_seq_len)
+    ``enable_dynamic_shape`` (examples/models/llama; ``max_seq_len`` is its own). ``sampling``: as
+    :func:`export_causal_lm`'s, which also makes the constant methods that say so (``llm_methods(...)`` and
+    ``sampling.sampling_methods(...)``: the drivers need both)."""
+    export, _, vocab, dynamic = _exporter(model, max_seq_len)
     if not dynamic:
         raise TypeError(
             "export_prefill_decode takes a HF transformers causal LM or ExecuTorch's llama Transformer built with "
             "use_kv_cache=True and enable_dynamic_shape=True"
         )
-    return _prefill_decode(export)
+    return _prefill_decode(export, Sampling.of(sampling, vocab))
 
 
 @dataclass
@@ -43,6 +46,7 @@ class ExportedLM:
     constant_methods: dict  # llm_methods(...): what TextLLMRunner and TextGenerator read
     max_seq_len: int
     vocab_size: int
+    sampling: Sampling | None = None  # how the methods choose their token (None: they return logits)
 
 
 @quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
@@ -53,6 +57,7 @@ def export_causal_lm(
     methods: str = "forward",
     bos_id: int | None = None,
     eos_ids: Sequence[int] | None = None,
+    sampling=None,
 ) -> ExportedLM:
     """One causal LM, exported with its KV cache for ``et_tensorrt.lower``/``save``, and the constant methods
     ExecuTorch's LLM runners read (:func:`llm_methods`), in one call.
@@ -71,9 +76,18 @@ def export_causal_lm(
     it for a real checkpoint: the cache takes that many positions of memory; a model without it, such as Mamba,
     2048); ExecuTorch's llama has its own.
     ``bos_id``/``eos_ids``: default the HF config's ``bos_token_id``/``eos_token_id``; required for ExecuTorch's
-    llama (its tokenizer's)."""
+    llama (its tokenizer's).
+
+    ``sampling``: None (default), every method returns the logits; ``"greedy"`` or a
+    :class:`~et_tensorrt.llm.sampling.Sampling` (``temperature``, ``top_k``, ``top_p``; ``logits=True`` returns the
+    logits too), every method returns the chosen token, int64 ``[1, 1]`` (the next call's ``tokens``), chosen inside
+    the engine (:mod:`et_tensorrt.llm.sampling`); sampled methods take two more inputs, ``seed`` and ``counter``
+    (int64 ``[1]``: the draw). The constant methods then say how (``get_sampling_*``), and the drivers
+    (``TextGenerator``, ``MethodsDriver``, ``et-tensorrt generate``) feed each token to the next call as it is.
+    ExecuTorch's TextLLMRunner reads float logits only: such a program is driven by ``MethodsDriver``."""
     if methods not in ("forward", "prefill_decode"):
         raise ValueError(f"methods is 'forward' or 'prefill_decode', not {methods!r}")
+    head = Sampling.of(sampling)  # checked before any work
     if isinstance(model, (str, os.PathLike)):
         model = _from_checkpoint(model)
     if _is_hf(model):
@@ -88,19 +102,22 @@ def export_causal_lm(
     if bos_id is None or eos_ids is None:
         raise ValueError("export_causal_lm needs bos_id= and eos_ids= (the tokenizer's): the model does not name them")
     eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
+    head = Sampling.of(head, vocab)
     if methods == "prefill_decode":
         if not dynamic:
             raise ValueError(
                 "methods='prefill_decode' needs ExecuTorch's llama built with enable_dynamic_shape=True (prefill takes "
                 "the prompt in one call); or export it with methods='forward'"
             )
-        programs = _prefill_decode(export)
+        programs = _prefill_decode(export, head)
     else:
-        programs = export(2, True) if dynamic else export(1, False)
+        programs = _export(export, 2, True, head) if dynamic else _export(export, 1, False, head)
     constants = llm_methods(
         max_seq_len=length, vocab_size=vocab, bos_id=bos_id, eos_ids=eos_ids, enable_dynamic_shape=dynamic
     )
-    return ExportedLM(programs, constants, length, vocab)
+    if head is not None:
+        constants.update(sampling_methods(head))
+    return ExportedLM(programs, constants, length, vocab, head)
 
 
 def _exporter(model, max_seq_len: int | None):
@@ -136,8 +153,14 @@ _OTHERWISE = (
 )
 
 
-def _prefill_decode(export) -> dict:
-    return {"prefill": export(2, True), "decode": export(1, False)}
+def _prefill_decode(export, head: Sampling | None = None) -> dict:
+    return {"prefill": _export(export, 2, True, head), "decode": _export(export, 1, False, head)}
+
+
+def _export(export, n: int, dynamic: bool, head: Sampling | None):
+    """``export(n, dynamic)``, under the sampling ``head`` when one is given (an exporter without a ``head``
+    parameter, such as the recurrent one, is asked for logits only)."""
+    return export(n, dynamic) if head is None else export(n, dynamic, head)
 
 
 def _is_hf(model) -> bool:
@@ -166,9 +189,11 @@ def _llama_params(model):
 
 
 class HFStaticCacheExport:
-    """``self(n, dynamic)``: the HF causal LM with its static cache of ``length`` positions, exported from ``n``
-    example tokens, their number dynamic (1 .. length - 1) or not, through
-    ``TorchExportableModuleForDecoderOnlyLM`` (``self.module``: what it exports, the eager reference)."""
+    """``self(n, dynamic, head=None)``: the HF causal LM with its static cache of ``length`` positions, exported from
+    ``n`` example tokens, their number dynamic (1 .. length - 1) or not, through
+    ``TorchExportableModuleForDecoderOnlyLM`` (``self.module``: what it exports, the eager reference); with a
+    :class:`~et_tensorrt.llm.sampling.Sampling` ``head``, that module under the sampling head (``self.step``: how
+    the head calls it), exported as HF exports it (strict)."""
 
     def __init__(self, model, length: int):
         import torch
@@ -186,17 +211,25 @@ class HFStaticCacheExport:
         self.module = self.exportable.model
         self._seq = torch.export.Dim("seq", min=1, max=length - 1)
 
-    def __call__(self, n: int, dynamic: bool):
+    @staticmethod
+    def step(module, tokens, positions):
+        return module(input_ids=tokens, cache_position=positions)
+
+    def __call__(self, n: int, dynamic: bool, head: Sampling | None = None):
         import torch
 
-        shapes = {"input_ids": {1: self._seq}, "cache_position": {0: self._seq}} if dynamic else None
         ids, positions = torch.ones((1, n), dtype=torch.long), torch.arange(n)
-        return self.exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
+        if head is None:
+            shapes = {"input_ids": {1: self._seq}, "cache_position": {0: self._seq}} if dynamic else None
+            return self.exportable.export(input_ids=ids, cache_position=positions, dynamic_shapes=shapes)
+        shapes = ({1: self._seq}, {0: self._seq}) if dynamic else None
+        return export_sampled(self.module, head, self.step, (ids, positions), shapes, strict=True)
 
 
 class LlamaExport:
-    """``self(n, dynamic)``: ExecuTorch's llama Transformer (``use_kv_cache``) exported from ``n`` example tokens at
-    position 0, their number dynamic (``enable_dynamic_shape``: 1 .. max_seq_len - 1) or not."""
+    """``self(n, dynamic, head=None)``: ExecuTorch's llama Transformer (``use_kv_cache``) exported from ``n`` example
+    tokens at position 0, their number dynamic (``enable_dynamic_shape``: 1 .. max_seq_len - 1) or not; with a
+    sampling ``head``, under it."""
 
     def __init__(self, model):
         import torch
@@ -204,9 +237,17 @@ class LlamaExport:
         self.module = model.eval()
         self._seq = torch.export.Dim("seq", min=1, max=model.params.max_seq_len - 1)
 
-    def __call__(self, n: int, dynamic: bool):
+    @staticmethod
+    def step(module, tokens, start):
+        return module(tokens, {"input_pos": start})
+
+    def __call__(self, n: int, dynamic: bool, head: Sampling | None = None):
         import torch
 
-        example = (torch.ones((1, n), dtype=torch.long), {"input_pos": torch.tensor([0], dtype=torch.long)})
-        shapes = ({1: self._seq}, {"input_pos": {0: None}}) if dynamic else None
-        return torch.export.export(self.module, example, dynamic_shapes=shapes, strict=False)
+        tokens, start = torch.ones((1, n), dtype=torch.long), torch.tensor([0], dtype=torch.long)
+        if head is None:
+            shapes = ({1: self._seq}, {"input_pos": {0: None}}) if dynamic else None
+            return torch.export.export(self.module, (tokens, {"input_pos": start}), dynamic_shapes=shapes, strict=False)
+        return export_sampled(
+            self.module, head, self.step, (tokens, start), ({1: self._seq}, None) if dynamic else None
+        )

@@ -17,6 +17,10 @@ REQUIRED_METHODS = (
     "enable_dynamic_shape",
 )
 
+# What a program whose methods choose the next token says of how (et_tensorrt.llm.sampling.sampling_methods): its
+# temperature (0: greedy), top-k and top-p. TextLLMRunner cannot run such a program (it reads float logits).
+SAMPLING_METHODS = ("get_sampling_temperature", "get_sampling_top_k", "get_sampling_top_p")
+
 # MultimodalRunner's method names (extension/llm/runner/constants.h)
 VISION_ENCODER = "vision_encoder"
 AUDIO_ENCODER = "audio_encoder"

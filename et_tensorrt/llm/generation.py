@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 
 from ..errors import RunnerError
-from .constants import _method_names, missing_methods
+from .constants import SAMPLING_METHODS, _method_names, missing_methods
 
 
 def _check_files(model, tokenizer, data_path) -> None:
@@ -42,7 +42,7 @@ def _check_files(model, tokenizer, data_path) -> None:
 class Generation:
     text: bytes  # what the runner printed: the prompt is not echoed; bytes, as a random model's need not be UTF-8
     prompt_tokens: int
-    generated_tokens: int
+    generated_tokens: int  # every token chosen, the prompt call's first one included (and an EOS that ended it)
     seconds: float  # the runner's own inference time (prefill + decode)
     # Bytes each decode step (one token) moved between host and device, one entry per step; empty when not
     # measured. `bytes_counted` says what the numbers include.
@@ -52,6 +52,13 @@ class Generation:
     # empty when not measured.
     state_bytes: tuple[int, ...] = ()
     stopped: str = ""  # why generation stopped: STOP_EOS, STOP_MAX_NEW_TOKENS or STOP_CONTEXT ("" not known)
+    by: str = ""  # who generated it: TextLLMRunner, or MethodsDriver and the methods it called
+    sampling: str = ""  # how each token was chosen (greedy or the sampler and its seed) and where
+
+    @property
+    def ended_at_eos(self) -> bool:
+        """Whether the last generated token is an end-of-sequence id (counted; its text not in ``text``)."""
+        return self.stopped == STOP_EOS
 
     @property
     def tokens_per_second(self) -> float:
@@ -107,14 +114,14 @@ def _failed(runner: str, what: str, failure: Exception, errors: list[str]) -> Ru
 _RESOLVED = re.compile(r"Max new tokens resolved: (\d+)")
 
 
-def _stopped(messages: list[tuple[str, str]], generated: int, asked: int) -> str:
-    """Why TextLLMRunner stopped, from what it logged: it resolves max_new_tokens against the context left (an info
-    line) and generates that many less the prefill's token unless an end-of-sequence token comes first."""
+def _stopped(messages: list[tuple[str, str]], ended: bool, asked: int) -> str:
+    """Why TextLLMRunner stopped: at an end-of-sequence token (``ended``), else from what it logged: it resolves
+    max_new_tokens against the context left (an info line) and generates that many."""
+    if ended:
+        return STOP_EOS
     resolved = [int(m.group(1)) for _, text in messages if (m := _RESOLVED.search(text))]
     if not resolved:
         return ""
-    if generated < resolved[-1] - 1:
-        return STOP_EOS
     return STOP_CONTEXT if resolved[-1] < asked else STOP_MAX_NEW_TOKENS
 
 
@@ -167,17 +174,36 @@ class _Captured:
         self._file.close()
 
 
+_OBSERVER = b"PyTorchObserver "  # the runner's closing line of statistics
+
+
+def _runner_text(output: bytes, ends: tuple[bytes, ...]) -> tuple[bytes, bool]:
+    """(the text TextLLMRunner generated, whether it stopped at an end-of-sequence token) from what it printed: the
+    pieces, then, at an EOS id, that token's own text (``ends``: each EOS token's) and a newline, then a newline
+    and its ``PyTorchObserver {...}`` line. The EOS token's text is not the model's text."""
+    cut = output.rfind(b"\n" + _OBSERVER)
+    body = output[:cut] if cut >= 0 else b"" if output.startswith(_OBSERVER) else output
+    for end in ends:
+        if body.endswith(end + b"\n"):
+            return body[: -len(end) - 1], True
+    return body, False
+
+
 class _Streamed:
     """What native code writes to stdout inside the block (``.text``, bytes), also handed to ``on_piece`` as it
-    arrives, from a thread that drains a pipe (the runner flushes each token). The runner's closing
-    ``PyTorchObserver {...}`` line is held back from ``on_piece``. Python's own ``sys.stdout`` keeps writing to the
-    real stdout meanwhile, so ``on_piece`` may print. An exception ``on_piece`` raises stops the pieces, not the
-    draining (a full pipe would block the runner), and is raised when the block ends."""
+    arrives, from a thread that drains a pipe (the runner flushes each token). What may still turn out to be the
+    runner's own ending (an EOS token's text, ``ends``, its newlines and its ``PyTorchObserver {...}`` line:
+    :func:`_runner_text`) is held back until it is known not to be; :attr:`generated` is the text without it, and
+    ``on_piece`` sees exactly that. Python's own ``sys.stdout`` keeps writing to the real stdout meanwhile, so
+    ``on_piece`` may print. An exception ``on_piece`` raises stops the pieces, not the draining (a full pipe would
+    block the runner), and is raised when the block ends."""
 
-    _OBSERVER = b"PyTorchObserver "
-
-    def __init__(self, on_piece=None):
-        self.on_piece, self.text, self._chunks, self._failure = on_piece, b"", [], None
+    def __init__(self, on_piece=None, ends: tuple[bytes, ...] = ()):
+        self.on_piece, self.text, self._failure = on_piece, b"", None
+        self.ends = tuple(e for e in ends if e)
+        self._tails = (b"\n" + _OBSERVER, *(e + b"\n\n" + _OBSERVER for e in self.ends))
+        self._data, self._shown = bytearray(), 0
+        self.generated, self.ended_at_eos = b"", False
 
     def __enter__(self):
         sys.stdout.flush()
@@ -191,27 +217,25 @@ class _Streamed:
         self._thread.start()
         return self
 
+    def _held(self, data: bytes) -> int:
+        """How many bytes at the end of ``data`` (up to the observer line) may still be the runner's ending."""
+        for size in range(min(len(data), max(map(len, self._tails))), 0, -1):
+            if any(tail.startswith(data[-size:]) for tail in self._tails):
+                return size
+        return 0
+
     def _pump(self) -> None:
-        held, at_line_start = b"", True  # held: a line's start that may be the observer's
         while chunk := os.read(self._read, 1 << 16):
-            self._chunks.append(chunk)
+            self._data += chunk
             if self.on_piece is None:
                 continue
-            *lines, rest = (held + chunk).split(b"\n")
-            shown, held = [], b""
-            for line in lines:
-                if not (at_line_start and line.startswith(self._OBSERVER)):
-                    shown.append(line + b"\n")
-                at_line_start = True
-            if at_line_start and rest and (rest.startswith(self._OBSERVER) or self._OBSERVER.startswith(rest)):
-                held = rest
-            elif rest:
-                shown.append(rest)
-                at_line_start = False
-            if shown:
-                self._show(b"".join(shown))
-        if held and not held.startswith(self._OBSERVER):
-            self._show(held)
+            data = bytes(self._data)
+            cut = data.find(b"\n" + _OBSERVER)
+            text = data[:cut] if cut >= 0 else b"" if data.startswith(_OBSERVER) else data
+            ready = len(text) - self._held(text)
+            if ready > self._shown:
+                self._show(data[self._shown : ready])
+                self._shown = ready
 
     def _show(self, piece: bytes) -> None:
         try:
@@ -227,21 +251,31 @@ class _Streamed:
         os.close(self._saved)
         self._thread.join()
         os.close(self._read)
-        self.text = b"".join(self._chunks)
+        self.text = bytes(self._data)
+        self.generated, self.ended_at_eos = _runner_text(self.text, self.ends)
+        if self.on_piece is not None and len(self.generated) > self._shown:
+            self._show(self.generated[self._shown :])
         if self._failure is not None and exc[0] is None:
             raise self._failure
 
 
 class TextGenerator:
-    """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece); a
-    program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`) is driven by :class:`MethodsDriver`
-    instead, as TextLLMRunner calls ``forward`` only (an ``encoder``/``decoder`` program: :class:`Transcriber`)."""
+    """``TextLLMRunner`` of one ``.pte`` and tokenizer file (a HF ``tokenizer.json``, tiktoken or SentencePiece). A
+    program of ``prefill`` and ``decode`` methods (:func:`export_prefill_decode`), or one that chooses its token in
+    the engine (``export_causal_lm(sampling=...)``: TextLLMRunner reads float logits only), is driven by
+    :class:`MethodsDriver` instead (an ``encoder``/``decoder`` program: :class:`Transcriber`).
+
+    Sampling: ExecuTorch's TextLLMRunner (executorch 1.5.1) samples with a ``Sampler`` it seeds from the clock
+    (``std::time``), and neither its ``GenerationConfig`` nor its Python binding takes a seed; it calls ``forward``
+    with the tokens and the position alone, so no seed or counter can reach the program either. So a sampled
+    sequence (``temperature > 0``) of a one-``forward`` program is generated by :class:`MethodsDriver` calling that
+    same ``forward`` (the path that takes a seed: the same text for the same seed), greedy ones by TextLLMRunner."""
 
     def __new__(cls, model, tokenizer, data_path=None):
         if cls is TextGenerator and os.path.isfile(model):
             with open(model, "rb") as f:
                 names = _method_names(f.read())
-            if {"prefill", "decode"} <= names and "forward" not in names:
+            if ({"prefill", "decode"} <= names and "forward" not in names) or SAMPLING_METHODS[0] in names:
                 return MethodsDriver(model, tokenizer, data_path)
         return super().__new__(cls)
 
@@ -266,23 +300,86 @@ class TextGenerator:
                 f"{os.fspath(model)} is not an LLM program TextLLMRunner can drive: it has no method(s) "
                 f"{', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
             )
+        self._files = (model, tokenizer, data_path)
+        self._driver: MethodsDriver | None = None  # generates the sampled sequences (above)
+        self._holder: str | None = None  # which of the two holds the current sequence: "runner", "driver", None
+        self.log = ""
+        self._runner = self._load_runner()
+        (eos,) = _constants(pte, "get_eos_ids")
+        self._ends = _token_texts(tokenizer, [int(t) for t in eos])
+
+    def _load_runner(self):
+        model, tokenizer, data_path = self._files
         with _Captured(2) as log:  # the runner (and its tokenizers, at import) log what they read: kept in .log
             from executorch.extension.llm.runner import TextLLMRunner
 
             with _ExecuTorchLog() as logged:  # after the import: its Python bindings install their log function
                 try:
                     data = os.fspath(data_path) if data_path else None
-                    self._runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer), data)
+                    runner = TextLLMRunner(os.fspath(model), os.fspath(tokenizer), data)
                     failure = None
                 except RuntimeError as exc:
                     failure = exc
-        self.log = log.text.decode("utf-8", "replace")  # what ExecuTorch and the runner logged since load
+        self.log += log.text.decode("utf-8", "replace")  # what ExecuTorch and the runner logged since load
         if failure is not None:
             raise _failed("TextLLMRunner", f"load {os.fspath(model)}", failure, logged.errors)
+        return runner
 
-    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None) -> Generation:
-        """Continues the sequence (the runner keeps its position; :meth:`reset` starts over). ``on_token``: called
-        with each piece of text (bytes) as the runner prints it, from another thread."""
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int = 16,
+        temperature: float | None = None,
+        on_token=None,
+        *,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """Continues the sequence (:meth:`reset` starts over). Greedy (``temperature`` 0, the default) by
+        TextLLMRunner; sampled (:class:`~et_tensorrt.llm.sampling.Sampling`'s ``temperature``, ``top_k``, ``top_p``)
+        by :class:`MethodsDriver` with ``seed`` (default: drawn from torch's generator), which needs a HF
+        ``tokenizer.json``; with another tokenizer and no seed, TextLLMRunner's own sampler (clock-seeded, top-p
+        0.9: not reproducible). ``on_token``: called with each piece of text (bytes) as it is generated (from
+        another thread for TextLLMRunner)."""
+        sampling = _sampling(None, temperature, top_k, top_p)
+        _seed(seed, sampling)  # checked now, whichever runs
+        if not sampling.greedy or self._holder == "driver":
+            driver = self._sampling_driver(seed)
+            if driver is not None:
+                if self._holder == "runner":
+                    raise RunnerError(
+                        "TextLLMRunner generated this sequence greedily and holds its KV cache, which the seeded "
+                        "sampler (MethodsDriver over forward: TextLLMRunner takes no seed) cannot read; reset() first"
+                    )
+                self._holder = "driver"
+                return driver.generate(
+                    prompt, max_new_tokens, temperature, on_token, top_k=top_k, top_p=top_p, seed=seed
+                )
+        self._holder = "runner"
+        return self._generate(prompt, max_new_tokens, sampling, on_token)
+
+    def _sampling_driver(self, seed) -> MethodsDriver | None:
+        """The :class:`MethodsDriver` of this program, made once: None when the tokenizer is not a HF
+        ``tokenizer.json`` and no seed was asked for (TextLLMRunner's own sampler runs then)."""
+        if self._driver is None:
+            try:
+                from tokenizers import Tokenizer
+
+                Tokenizer.from_file(os.fspath(self._files[1]))
+            except Exception as exc:  # noqa: BLE001 - the tokenizers package reads HF tokenizer.json files only
+                if seed is not None:
+                    raise RunnerError(
+                        f"seeded sampling drives this program through et_tensorrt.llm.MethodsDriver, which reads a HF "
+                        f"tokenizer.json, and {os.fspath(self._files[1])} is not one ({exc}); TextLLMRunner samples "
+                        "with a clock-seeded sampler and takes no seed (executorch 1.5.1): generate greedily, or "
+                        "without a seed (not reproducible), or with the model's tokenizer.json"
+                    ) from exc
+                return None
+            self._driver = MethodsDriver(*self._files)
+        return self._driver
+
+    def _generate(self, prompt: str, max_new_tokens: int, sampling, on_token) -> Generation:
         from executorch.extension.llm.runner import GenerationConfig
 
         _check_max_new_tokens(max_new_tokens)
@@ -290,46 +387,73 @@ class TextGenerator:
             raise RunnerError(f"cannot generate: {cannot_start(0, 0, 1)}")
         config = GenerationConfig()
         config.max_new_tokens = max_new_tokens
-        config.temperature = temperature
+        config.temperature = sampling.temperature
         config.echo = False
-        text, s, plans, logged = _native_generate(
-            self, "TextLLMRunner", lambda stats: self._runner.generate(prompt, config, stats_callback=stats), on_token
+        text, ended, s, plans, logged = _native_generate(
+            self,
+            "TextLLMRunner",
+            lambda stats: self._runner.generate(prompt, config, stats_callback=stats),
+            on_token,
+            self._ends,
         )
         seconds = (s.inference_end_ms - s.inference_start_ms) / 1e3
+        # TextLLMRunner counts its decode calls: the prompt's call chose the first token before them
         steps = self._decode_step_bytes(plans, s.num_generated_tokens)
         counted = "the copies the et_tensorrt delegates made (their placement plans); ExecuTorch's own copies at the "
         counted += "method boundary are not seen from here"
+        how = str(sampling) + ("" if sampling.greedy else ", TextLLMRunner's own sampler (seeded from the clock)")
         return Generation(
-            text.rstrip(b"\n"),
-            s.num_prompt_tokens,
-            s.num_generated_tokens,
-            seconds,
-            steps,
-            counted if steps else "",
-            stopped=_stopped(logged, s.num_generated_tokens, max_new_tokens),
-        )
+            text, s.num_prompt_tokens, s.num_generated_tokens + 1, seconds, steps, counted if steps else "",
+            stopped=_stopped(logged, ended, max_new_tokens), by="TextLLMRunner",
+            sampling=how + "; chosen on the host from the logits",
+        )  # fmt: skip
 
-    def _decode_step_bytes(self, plans, generated: int) -> tuple[int, ...]:
+    def _decode_step_bytes(self, plans, steps: int) -> tuple[int, ...]:
         """Bytes each decode step's forward call moved: the recorded delegate plans, ``self._delegates`` a call, the
-        last ``generated - 1`` calls (the prompt's call yields the first token)."""
+        last ``steps`` calls (the first calls took the prompt)."""
         calls = [plans[i : i + self._delegates] for i in range(0, len(plans), self._delegates or 1)]
-        if not self._delegates or generated < 2 or len(calls) < generated - 1:
+        if not self._delegates or steps < 1 or len(calls) < steps:
             return ()
-        return tuple(sum(p.bytes_copied for p in call) for call in calls[len(calls) - (generated - 1) :])
+        return tuple(sum(p.bytes_copied for p in call) for call in calls[len(calls) - steps :])
 
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._runner.reset()
+        if self._driver is not None:
+            self._driver.reset()
+        self._holder = None
 
 
-def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, object, list, list]:
-    """(the text, the last ``Stats``, the et_tensorrt delegate plans recorded, what ExecuTorch logged as (level,
-    text)) of ``generate(stats_callback)``, a call of ExecuTorch's C++ runner ``runner``: what it prints streamed to
-    ``on_token``, its log appended to ``owner.log``; a failure is one RunnerError saying why (:func:`_failed`)."""
+def _token_texts(tokenizer, ids: list[int]) -> tuple[bytes, ...]:
+    """What TextLLMRunner prints for each of ``ids`` (its EOS tokens), read with ExecuTorch's own C++ tokenizers
+    (pytorch_tokenizers: the runner's, for every format it reads); empty when none reads the file."""
+    try:
+        import pytorch_tokenizers as pt
+    except ImportError:
+        return ()
+    path = os.fspath(tokenizer)
+    kinds = ("CppHFTokenizer",) if path.endswith(".json") else ("CppTiktoken", "CppSPTokenizer", "CppLlama2cTokenizer")
+    for kind in kinds:
+        with _Captured(2):
+            try:
+                reader = getattr(pt, kind)()
+                reader.load(path)
+                return tuple(reader.decode(i).encode("utf-8") for i in ids)
+            except Exception:  # noqa: BLE001 - not this format: the next one
+                continue
+    return ()
+
+
+def _native_generate(owner, runner: str, generate, on_token, ends=()) -> tuple[bytes, bool, object, list, list]:
+    """(the text, whether it ended at an end-of-sequence token, the last ``Stats``, the et_tensorrt delegate plans
+    recorded, what ExecuTorch logged as (level, text)) of ``generate(stats_callback)``, a call of ExecuTorch's C++
+    runner ``runner``: what it prints streamed to ``on_token`` (without its ending: ``ends``, each EOS token's text,
+    and its statistics line), its log appended to ``owner.log``; a failure is one RunnerError saying why
+    (:func:`_failed`)."""
     from ..runtime.runner import record_plans
 
     stats = []
-    with _Streamed(on_token) as out, _Captured(2) as log, record_plans() as calls, _ExecuTorchLog() as logged:
+    with _Streamed(on_token, ends) as out, _Captured(2) as log, record_plans() as calls, _ExecuTorchLog() as logged:
         try:
             generate(stats.append)
             failure = None
@@ -340,9 +464,7 @@ def _native_generate(owner, runner: str, generate, on_token) -> tuple[bytes, obj
         raise _failed(runner, "generate", failure, logged.errors)
     if not stats:
         raise RunnerError(f"{runner} reported no statistics (its log: {type(owner).__name__}.log)")
-    # the runner ends with one "PyTorchObserver {json stats}" line of its own
-    text = b"\n".join(line for line in out.text.split(b"\n") if not line.startswith(b"PyTorchObserver "))
-    return text, stats[-1], calls.plans, logged.messages
+    return out.generated, out.ended_at_eos, stats[-1], calls.plans, logged.messages
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -358,85 +480,98 @@ def _byte_decoder() -> dict[str, int]:
 
 
 class MethodsDriver:
-    """Generates text with a program of ``prefill`` (the prompt, one call) and ``decode`` (one token a call) methods
-    through :class:`et_tensorrt.Runner`, greedy or sampled, as TextLLMRunner does with ``forward``: the prompt's
-    tokens as they are (no BOS added), the position kept across :meth:`generate` calls until :meth:`reset`, stopping
-    at an id of ``get_eos_ids`` or the context's end. Both methods bind the one KV cache in the delegate
-    (docs/stateful-decode.md). Takes a HF ``tokenizer.json`` (the ``tokenizers`` package)."""
+    """Generates text with an LLM program through :class:`et_tensorrt.Runner`, as TextLLMRunner does with ``forward``:
+    ``prefill`` (the prompt, one call) then ``decode`` (one token a call), or ``forward`` for both; the prompt's tokens
+    as they are (no BOS added), the position kept across :meth:`generate` calls until :meth:`reset`, stopping at an id
+    of ``get_eos_ids`` or the context's end. The methods bind the one KV cache in the delegate
+    (docs/stateful-decode.md). A program that chooses its token (``export_causal_lm(sampling=...)``) feeds each call's
+    token to the next as it is; one that returns logits has the host choose from them with the same sampler and draws
+    (:mod:`et_tensorrt.llm.sampling`). Takes a HF ``tokenizer.json`` (the ``tokenizers`` package)."""
 
     def __init__(self, model, tokenizer, data_path=None):
         from tokenizers import Tokenizer
 
-        from ..format.pte_tables import read_tables
         from ..runtime.runner import Runner
 
         _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:
             pte = f.read()
-        missing = missing_methods(pte, ("prefill", "decode"))
+        names = _method_names(pte)
+        decoding = ("prefill", "decode") if {"prefill", "decode"} <= names else ("forward",)
+        missing = missing_methods(pte, decoding)
         if missing:
             raise RunnerError(
-                f"{os.fspath(model)} is not an LLM program of prefill and decode methods: it has no method(s) "
-                f"{', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
+                f"{os.fspath(model)} is not an LLM program of prefill and decode methods, nor of forward: it has no "
+                f"method(s) {', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
             )
         self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
         self._runner = Runner(pte, data_path=data_path)
-        self._context, eos = _constants(pte, "get_max_context_len", "get_eos_ids")
-        self._context, self._eos = int(self._context[0]), {int(t) for t in eos}
-        # ExecuTorch's convention (extension/llm/runner): a one-element second input is the start position, else
-        # the positions of the tokens (HF's cache_position)
-        prefill = next(plan for plan in read_tables(pte).plans if plan.name == "prefill")
-        self._start_only = len(prefill.inputs) > 1 and math.prod(prefill.values[prefill.inputs[1]].sizes) == 1
+        self.signature, self._context, self._eos = _program_facts(pte, decoding, names)
         self._position = 0
         self._bytes = _byte_decoder()
         self.log = ""
-
-    def _inputs(self, tokens: list[int]) -> list:
-        import torch
-
-        ids = torch.tensor([tokens], dtype=torch.long)
-        start = self._position
-        if self._start_only:
-            return [ids, torch.tensor([start], dtype=torch.long)]
-        return [ids, torch.arange(start, start + len(tokens), dtype=torch.long)]
 
     def _piece(self, token: int) -> bytes:
         text = self._tokenizer.id_to_token(token) or ""
         return bytes(self._bytes[c] for c in text if c in self._bytes)
 
-    def generate(self, prompt: str, max_new_tokens: int = 16, temperature: float = 0.0, on_token=None) -> Generation:
-        """``on_token``: called with each piece of text (bytes) as it is generated."""
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int = 16,
+        temperature: float | None = None,
+        on_token=None,
+        *,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """``temperature``/``top_k``/``top_p``: :class:`~et_tensorrt.llm.sampling.Sampling`'s (its defaults; a
+        program that chooses its token samples as it was exported to, and these, when given, must say the same).
+        ``seed``: the draws' (the same seed, the same text, on every machine); default one drawn from torch's
+        generator (``torch.manual_seed`` makes it repeat). ``on_token``: called with each piece of text (bytes) as
+        it is generated."""
         import time
 
+        from .token_loop import TokenLoop
+
         _check_max_new_tokens(max_new_tokens)
+        sampling = _sampling(self.signature.head, temperature, top_k, top_p)
+        seed = _seed(seed, sampling)
         tokens = self._tokenizer.encode(prompt, add_special_tokens=False).ids
         why = cannot_start(self._position, len(tokens), self._context)
         if why:
             raise RunnerError(f"cannot generate: {why}")
         asked, max_new_tokens = max_new_tokens, min(max_new_tokens, self._context - self._position - len(tokens))
+        loop = TokenLoop(self._runner, self.signature, sampling, seed)
         began = time.perf_counter()
-        logits = self._runner.run(self._inputs(tokens), method="prefill")[0]
+        token = loop.first(tokens, self._position)
         self._position += len(tokens)
-        out, generated, steps = [], 0, []
-        while generated < max_new_tokens:
-            token = next_token(logits, temperature)
+        out, generated, steps, ended = [], 0, [], False
+        while True:
+            value = int(token)  # the host reads the token's 8 bytes: to stream its text and see the end
             generated += 1
-            if token in self._eos:
+            if value in self._eos:
+                ended = True
                 break
-            out.append(self._piece(token))
+            out.append(self._piece(value))
             if on_token is not None:
                 on_token(out[-1])
             if generated == max_new_tokens:
                 break
-            logits = self._runner.run(self._inputs([token]), method="decode")[0]
+            token = loop.next(token, self._position)
             steps.append(self._runner.last_plan.bytes_copied)
             self._position += 1
         counted = "every copy of the decode call, the method boundary's included (Runner's placement plan)"
         seconds = time.perf_counter() - began
-        stopped = STOP_EOS if token in self._eos else STOP_CONTEXT if max_new_tokens < asked else STOP_MAX_NEW_TOKENS
+        where = "chosen in the program" if self.signature.head is not None else "chosen on the host from the logits"
+        how = str(sampling) + ("" if sampling.greedy else f", seed {seed}") + f"; {where}"
+        stopped = STOP_EOS if ended else STOP_CONTEXT if max_new_tokens < asked else STOP_MAX_NEW_TOKENS
         return Generation(
-            b"".join(out), len(tokens), generated, seconds, tuple(steps), counted if steps else "", stopped=stopped
-        )
+            b"".join(out), len(tokens), generated, seconds, tuple(steps), counted if steps else "",
+            stopped=stopped, by=f"et_tensorrt.llm.MethodsDriver ({self.signature.prefill}/"
+            f"{self.signature.decode} methods)", sampling=how,
+        )  # fmt: skip
 
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
@@ -452,6 +587,68 @@ def next_token(logits, temperature: float = 0.0) -> int:
     if temperature > 0:
         return int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
     return int(last.argmax())
+
+
+_LONG = 4  # ExecuTorch's ScalarType::Long
+
+
+def _program_facts(pte: bytes, decoding: tuple[str, ...], names: set[str]):
+    """(:class:`~.token_loop.Signature`, the context length, the EOS ids) of an LLM program, from its plans and its
+    constant methods."""
+    from ..format.pte_tables import read_tables
+    from .sampling import Sampling
+    from .token_loop import Signature
+
+    prefill, decode = (decoding * 2)[:2]
+    plans = {plan.name: plan for plan in read_tables(pte).plans}
+    first = plans[prefill]
+    # ExecuTorch's convention (extension/llm/runner): a one-element second input is the start position, else
+    # the positions of the tokens (HF's cache_position)
+    start_only = len(first.inputs) > 1 and math.prod(first.values[first.inputs[1]].sizes) == 1
+    context, eos, dynamic = _constants(pte, "get_max_context_len", "get_eos_ids", "enable_dynamic_shape")
+    head = None
+    if set(SAMPLING_METHODS) <= names:
+        temperature, top_k, top_p = (values[0] for values in _constants(pte, *SAMPLING_METHODS))
+        head = Sampling(float(temperature), int(top_k), float(top_p), logits=len(plans[decode].outputs) > 1)
+    elif plans[decode].outputs and plans[decode].values[plans[decode].outputs[0]].scalar_type == _LONG:
+        raise RunnerError(
+            f"the {decode} method returns integers (a chosen token?) but the program does not say how it chooses "
+            "them: lower it with constant_methods including et_tensorrt.llm.sampling.sampling_methods(...), as "
+            "export_causal_lm(..., sampling=...) makes them"
+        )
+    whole = prefill == "prefill" or bool(dynamic[0])
+    signature = Signature(prefill, decode, start_only, whole, head)
+    return signature, int(context[0]), {int(t) for t in eos}
+
+
+def _sampling(head, temperature, top_k, top_p):
+    """The :class:`Sampling` a generate call asks for: the program's own head (what it was exported with; a request
+    that differs is refused), else the request with Sampling's defaults (temperature 0: greedy)."""
+    from .sampling import Sampling
+
+    asked = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}
+    if head is None:
+        return Sampling(**asked)
+    differs = {k: v for k, v in asked.items() if getattr(head, k) != v and not (head.greedy and k != "temperature")}
+    if differs:
+        wanted = ", ".join(f"{k}={v!r}" for k, v in differs.items())
+        raise RunnerError(
+            f"this program chooses its token in the engine ({head}, chosen at export): it cannot sample with "
+            f"{wanted}; leave them out, or export another program (export_causal_lm(..., sampling=...); sampling=None "
+            "returns the logits, which any sampling reads)"
+        )
+    return head
+
+
+def _seed(seed, sampling) -> int:
+    """The draws' seed: the one given (an int64), else one drawn from torch's default generator."""
+    import torch
+
+    if seed is None:
+        return 0 if sampling.greedy else int(torch.randint(0, 2**62, (1,)))
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise ValueError(f"seed is an integer that fits int64, not {seed!r}")
+    return seed
 
 
 def _constants(pte: bytes, *names: str) -> list[list]:

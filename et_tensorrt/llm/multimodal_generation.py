@@ -24,7 +24,16 @@ from .constants import (
     TOKEN_EMBEDDING,
     VISION_ENCODER,
 )
-from .generation import Generation, _Captured, _check_files, _constants, _ExecuTorchLog, _failed, _native_generate
+from .generation import (
+    Generation,
+    _Captured,
+    _check_files,
+    _constants,
+    _ExecuTorchLog,
+    _failed,
+    _native_generate,
+    _stopped,
+)
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}
 _PROCESSORS = {VISION_ENCODER: IMAGE_PROCESSOR, AUDIO_ENCODER: FEATURE_EXTRACTOR}
@@ -153,7 +162,7 @@ class MultimodalGenerator:
                 "export with a longer max_seq_len"
             )
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, echo=False)
-        text, s, plans, _ = _native_generate(
+        text, ended, s, plans, logged = _native_generate(
             self,
             "MultimodalRunner",
             lambda stats: self._runner.generate(inputs, config, stats_callback=stats),
@@ -173,6 +182,9 @@ class MultimodalGenerator:
             tuple(sum(p.bytes_copied for p in step) for step in steps),
             counted if steps else "",
             tuple(sum(p.state_bytes for p in step) for step in steps),
+            stopped=_stopped(logged, ended, max_new_tokens),
+            by="MultimodalRunner",
+            sampling=f"temperature {temperature}" if temperature else "greedy",
         )
 
     def reset(self) -> None:

@@ -17,7 +17,15 @@ import time
 
 from ..errors import InputShapeError, RunnerError
 from . import speech
-from .generation import Generation, _check_files, _constants, next_token
+from .generation import (
+    STOP_CONTEXT,
+    STOP_EOS,
+    STOP_MAX_NEW_TOKENS,
+    Generation,
+    _check_files,
+    _constants,
+    next_token,
+)
 
 
 class _Text:
@@ -183,7 +191,13 @@ class Transcriber:
         self.last_tokens = tokens
         counted = "every copy of the decoder call, the method boundary's included (Runner's placement plan)"
         seconds = time.perf_counter() - began
-        return Generation(text.text().encode(), len(prompt), generated, seconds, tuple(steps), counted if steps else "")
+        asked = room if max_new_tokens is None else max_new_tokens
+        stopped = STOP_EOS if tokens and tokens[-1] in eos else STOP_CONTEXT if limit < asked else STOP_MAX_NEW_TOKENS
+        return Generation(
+            text.text().encode(), len(prompt), generated, seconds, tuple(steps), counted if steps else "",
+            stopped=stopped, by="et_tensorrt.llm.Transcriber (the encoder once, the decoder a token a call)",
+            sampling=f"temperature {temperature}" if temperature else "greedy",
+        )  # fmt: skip
 
     def _step(self, token: int, position: int, hidden, cross):
         import torch

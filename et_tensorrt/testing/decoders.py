@@ -7,6 +7,7 @@ Tiny configs with random weights (nothing is downloaded):
   tokens and for single tokens, the write position read with ``input_pos[0].item()``).
 * ``hf_llama()``: HF transformers' ``TorchExportableModuleForDecoderOnlyLM`` (a Llama with a static cache).
 * ``hf_causal_lm(model)``: any HF causal LM as ``et_tensorrt.llm.export_causal_lm`` exports it (prefill/decode).
+* ``hf_tiny_causal_lm(kind)``: a tiny HF Llama or Qwen3 model itself, for ``export_causal_lm``.
 
 ``decode(decoder, pte, tokens)`` runs the prompt then one token per call through :class:`et_tensorrt.Runner`
 and the eager model side by side, and returns per step the largest error and the delegate's bytes moved.
@@ -234,6 +235,23 @@ def hf_recurrent(family: str = "mamba", vocab: int = VOCAB) -> Decoder:
     name = f"HF {type(model).__name__} (conv / SSM states)"
     states = tuple(exporter.module.states)
     return Decoder(name, program, _HFEager(model), hf_inputs, True, exporter.module.state_bytes(), export, states)
+
+
+def hf_tiny_causal_lm(kind: str = "llama", vocab: int = VOCAB, layers: int = 1, context: int = MAX_CONTEXT):
+    """A tiny HF transformers causal LM of random weights (``kind``: ``"llama"`` or ``"qwen3"``, Qwen3's per-head
+    q/k norms), BOS 0 and EOS 1, for ``export_causal_lm``."""
+    import transformers
+
+    shape = dict(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=context, bos_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    if kind == "llama":
+        return transformers.LlamaForCausalLM(transformers.LlamaConfig(**shape)).eval()
+    if kind == "qwen3":
+        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=16, **shape)).eval()
+    raise ValueError(f"kind is 'llama' or 'qwen3', not {kind!r}")
 
 
 @dataclass

@@ -258,6 +258,7 @@ def lower_programs(work: Path, roofline_shape: str) -> Path:
             f"{time.perf_counter() - t0:.1f} s"
         )
     refs["methods"] = {"decoder_methods": lower_methods(out)}
+    refs["next_token"] = lower_next_token(out)
     refs["roofline"] = {}
     for quantize in ("", "int4-weight-only"):
         spec = lower_roofline(out, roofline_shape, quantize)
@@ -296,6 +297,47 @@ def lower_methods(out: Path) -> dict:
     tol = for_precision("fp32")
     log(f"lowered decoder_methods: {len(pte) / transport.MiB:.2f} MiB, {time.perf_counter() - t0:.1f} s")
     return {"pte": "decoder_methods.pte", "steps": steps, "tolerance": {"atol": tol.atol, "rtol": tol.rtol}}
+
+
+NEXT_TOKEN_STEPS = 24
+
+
+def lower_next_token(out: Path) -> dict:
+    """Issue 46: ExecuTorch's llama (tiny random config, ``enable_dynamic_shape``) as ``prefill`` and ``decode``
+    methods that choose the next token greedily in the engine and return the logits beside it
+    (``export_causal_lm(sampling=Sampling(logits=True))``: one program for both ways of choosing), lowered with
+    ``zero_copy_outputs`` (the token written into the caller's device buffer) and decode as a CUDA graph; the prompt
+    and eager's greedy tokens after it."""
+    import check_models
+    import torch
+
+    import et_tensorrt
+    from et_tensorrt.llm import export_causal_lm
+    from et_tensorrt.llm.sampling import Sampling
+    from et_tensorrt.testing import decoders
+
+    t0 = time.perf_counter()
+    lm = export_causal_lm(
+        decoders.executorch_llama(dynamic=True).eager,
+        methods="prefill_decode",
+        sampling=Sampling(logits=True),
+        bos_id=0,
+        eos_ids=[1],
+    )
+    pte = et_tensorrt.lower(
+        lm.programs, constant_methods=lm.constant_methods, zero_copy_outputs=True, cuda_graph="decode"
+    )
+    (out / "next_token.pte").write_bytes(pte)
+    eager, prompt = decoders.executorch_llama(dynamic=True).eager, check_models.DECODE_TOKENS[:4]
+    tokens, start, expected = prompt, 0, []
+    with torch.no_grad():
+        for _ in range(NEXT_TOKEN_STEPS + 1):
+            logits = eager(torch.tensor([tokens]), {"input_pos": torch.tensor([start])})
+            start += len(tokens)
+            expected.append(int(logits.reshape(-1, logits.shape[-1])[-1].argmax()))
+            tokens = expected[-1:]
+    log(f"lowered next_token: {len(pte) / transport.MiB:.2f} MiB, {time.perf_counter() - t0:.1f} s")
+    return {"pte": "next_token.pte", "prompt": prompt, "expected": expected}
 
 
 def periodic_(model, period: int = 1024) -> None:

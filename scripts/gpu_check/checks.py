@@ -589,6 +589,79 @@ class Checks:
             data,
         )
 
+    # -- the next token chosen in the engine (issue 46) --------------------------------------------------------
+    def _next_token_loop(self, runner, spec: dict, on_device: bool) -> tuple[list[int], list[float], list[int]]:
+        """The prompt, then the decode steps of ``spec``, greedy, each token read by the host (8 bytes) to see it:
+        ``on_device``, the token the program chose, left where it wrote it and fed to the next call as it is
+        (et_tensorrt.llm.token_loop, MethodsDriver's loop); else the logits handed to the host, which picks the
+        token and hands it back. (tokens, seconds per decode step, bytes each decode call copied)."""
+        from et_tensorrt.llm.sampling import Sampling
+        from et_tensorrt.llm.token_loop import Signature, TokenLoop
+
+        head = Sampling(logits=True)
+        loop = TokenLoop(runner, Signature(start_only=True, head=head), head)
+        prompt, steps = spec["prompt"], len(spec["expected"]) - 1
+        position = len(prompt)
+
+        def host_step(tokens, start, method):
+            logits = runner.run([tokens, torch.tensor([start])], method=method)[1]
+            return logits.reshape(-1, logits.shape[-1])[-1].argmax().reshape(1, 1)  # the host's argmax
+
+        if on_device:
+            token = loop.first(prompt, 0)
+        else:
+            token = host_step(torch.tensor([prompt]), 0, "prefill")
+        tokens, seconds, copied = [int(token)], [], []
+        for _ in range(steps):
+            began = time.perf_counter()
+            token = loop.next(token, position) if on_device else host_step(token, position, "decode")
+            tokens.append(int(token))  # the host reads the token: to stream its text and see the end
+            seconds.append(time.perf_counter() - began)
+            copied.append(runner.last_plan.bytes_copied)
+            position += 1
+        return tokens, seconds, copied
+
+    def next_token(self):
+        """The token chosen in the engine, each decode call's token fed to the next as it is (on a GPU it stays in
+        the device buffer the program wrote it into): eager's greedy tokens; the bytes a decode call copies."""
+        spec = self.refs["next_token"]
+        runner = self.et.Runner(str(self.dir / spec["pte"]))
+        tokens, _, copied = self._next_token_loop(runner, spec, on_device=True)
+        if tokens != spec["expected"]:
+            raise AssertionError(f"tokens {tokens} != eager greedy {spec['expected']}")
+        detail = runner.last_plan.execution_device
+        data = {"tokens": len(tokens), "bytes_copied_per_decode": copied, "executor_device": str(detail)}
+        return f"{len(tokens)} tokens = eager greedy on {detail}; {max(copied)} B copied per decode call", data
+
+    def next_token_speed(self):
+        """Decode tokens/s of one program (it returns the token and the logits) two ways on this GPU: the token
+        chosen in the engine and left on the device, the host reading its 8 bytes; the logits copied to the host,
+        which picks the token and hands it back. Both give eager's greedy tokens; decode is a CUDA graph."""
+        spec = self.refs["next_token"]
+        results = {}
+        for on_device in (False, True, False, True):  # alternated: neither way gets the warmer GPU
+            runner = self.et.Runner(str(self.dir / spec["pte"]))
+            tokens, seconds, copied = self._next_token_loop(runner, spec, on_device)
+            if tokens != spec["expected"]:
+                raise AssertionError(f"on_device={on_device}: tokens {tokens} != eager greedy {spec['expected']}")
+            steady = seconds[2:]  # the first decode calls load the method and capture its graph
+            results.setdefault(on_device, []).append((len(steady) / sum(steady), statistics.median(copied)))
+            del runner
+        host, device = (max(results[k]) for k in (False, True))
+        data = {
+            "tokens_per_s_logits_to_host": round(host[0], 1),
+            "tokens_per_s_token_on_device": round(device[0], 1),
+            "speedup": round(device[0] / host[0], 2),
+            "bytes_copied_per_decode_logits_to_host": host[1],
+            "bytes_copied_per_decode_token_on_device": device[1],
+        }
+        return (
+            f"decode {data['tokens_per_s_token_on_device']} tokens/s with the token chosen on the device "
+            f"({device[1]:.0f} B copied a call) vs {data['tokens_per_s_logits_to_host']} with the logits to the host "
+            f"({host[1]:.0f} B): {data['speedup']}x; the same tokens as eager greedy",
+            data,
+        )
+
     def runtime_cache(self, name: str):
         """TensorRT-RTX's runtime cache kept on disk: a first load compiles the kernels and saves them (a
         ``.rtcache`` file per engine in the engine cache), a second load starts from that file; the first decode
@@ -956,6 +1029,14 @@ def main() -> int:
             gpu=True)  # fmt: skip
         run(f"{name}: TensorRT-RTX runtime cache saved and reused (issue 34)", lambda n=name: c.runtime_cache(n), et,
             gpu=True)  # fmt: skip
+    if "next_token" in c.refs:
+        run("next token chosen in the engine, fed back: eager greedy (issue 46)", c.next_token, et)
+        run(
+            "next token: decode tokens/s, token on the device vs logits to the host, same program (issue 46)",
+            c.next_token_speed,
+            et,
+            gpu=True,
+        )
     for name, spec in c.refs.get("roofline", {}).items():
         run(
             f"{name}: {spec['shape']}-shaped decode, tokens/s against the bandwidth roofline (issue 34)",

@@ -15,6 +15,7 @@ CPU_ROWS = (
     "import et_tensorrt's runtime without executorch.exir",
     ": blob carries an engine",
     ": runs, matches eager",
+    "next token chosen in the engine, fed back: eager greedy (issue 46)",
     "no executorch.exir imported",
 )
 

@@ -49,7 +49,7 @@ def test_same_text_as_xnnpack_then_continued_then_reset(llm):
         pieces = []
         first = generator.generate("the cat", max_new_tokens=8, on_token=pieces.append)
         assert first.prompt_tokens >= 2 and first.generated_tokens >= 1
-        assert b"".join(pieces).rstrip(b"\n") == first.text  # streamed: every piece, the runner's stats line left out
+        assert b"".join(pieces) == first.text  # streamed: every piece, the runner's own newlines and stats left out
         # bytes per decode step: our delegate's recorded plans (XNNPACK's calls record none)
         assert len(first.step_bytes) == (first.generated_tokens - 1 if name == "et_tensorrt" else 0)
         more = generator.generate(" sat on", max_new_tokens=4)  # continues at the position the first left
@@ -72,7 +72,7 @@ def test_fp32_program_in_half_precision_writes_the_same_text(llm, llm_export, pr
     for pte in (ours, half):
         generator = TextGenerator(pte, tokenizer)
         first = generator.generate("the cat", max_new_tokens=17)  # the prompt's call yields the first of them
-        assert first.generated_tokens >= 16
+        assert first.generated_tokens == 17 or first.ended_at_eos
         more = generator.generate(" sat on", max_new_tokens=4)
         generator.reset()
         assert generator.generate("the cat", max_new_tokens=17).text == first.text
@@ -139,6 +139,7 @@ def test_prefill_and_decode_methods_generate_the_one_method_text(llm, tmp_path, 
     if make == "executorch_llama":  # the same weights as the fixture's one-method program
         theirs = TextGenerator(ours, tokenizer).generate("the cat", max_new_tokens=8)
         assert theirs.prompt_tokens == first.prompt_tokens
+        assert theirs.generated_tokens == first.generated_tokens  # both count the prompt call's token
         assert _printed(first.text) == _printed(theirs.text)
 
 
@@ -146,3 +147,84 @@ def _printed(text: bytes) -> str:
     """What a terminal shows of a random model's bytes: TextLLMRunner prints no control character and no broken
     UTF-8 sequence."""
     return "".join(c for c in text.decode("utf-8", "ignore") if c.isprintable() or c in "\n\t")
+
+
+def test_both_runners_count_every_token_they_generate(llm):
+    """Issue 44 row 7: TextLLMRunner's statistics count its decode calls, not the token the prompt's call chose;
+    TextGenerator counts every token, as MethodsDriver (here over the same ``forward``) does."""
+    from et_tensorrt.llm import MethodsDriver
+
+    ours, _, tokenizer = llm
+    theirs = TextGenerator(ours, tokenizer).generate("the cat", max_new_tokens=7)
+    pieces = []
+    driven = MethodsDriver(ours, tokenizer).generate("the cat", max_new_tokens=7, on_token=pieces.append)
+    assert driven.by == "et_tensorrt.llm.MethodsDriver (forward/forward methods)"
+    assert _printed(driven.text) == _printed(theirs.text)
+    assert theirs.generated_tokens == driven.generated_tokens == len(pieces) + driven.ended_at_eos
+    assert len(theirs.step_bytes) == theirs.generated_tokens - 1  # the decode calls, after the prompt's
+    assert theirs.tokens_per_second == theirs.generated_tokens / theirs.seconds
+
+
+def test_sampling_takes_a_seed_and_repeats_with_a_forward_program(llm, run_cli):
+    """Issue 44 row 13: ``temperature=0.8`` twice under one ``torch.manual_seed``, or with one ``seed``, writes one
+    text: TextLLMRunner's sampler is seeded from the clock and takes no seed, so a sampled sequence of a ``forward``
+    program runs through MethodsDriver over that ``forward``; greedy ones stay TextLLMRunner's."""
+    import torch
+
+    ours, _, tokenizer = llm
+    generator = TextGenerator(ours, tokenizer)
+    texts = []
+    for seed in (None, None, 5, 5):
+        if seed is None:
+            torch.manual_seed(0)
+        result = generator.generate("the cat", max_new_tokens=8, temperature=0.8, seed=seed)
+        assert result.by == "et_tensorrt.llm.MethodsDriver (forward/forward methods)"
+        texts.append(result.text)
+        generator.reset()
+    assert texts[0] == texts[1] and texts[2] == texts[3]
+    assert generator.generate("the cat", max_new_tokens=2).by == "TextLLMRunner"  # greedy, after a reset
+    with pytest.raises(RunnerError, match=r"TextLLMRunner generated this sequence greedily .* reset\(\) first"):
+        generator.generate(" sat", temperature=0.8, seed=5)
+    args = ("generate", ours, "--tokenizer", tokenizer, "--prompt", "the cat", "--max-new-tokens", 8)
+    runs = [run_cli(*args, "--temperature", "0.8", "--seed", 5, cwd=ours.parent) for _ in range(2)]
+    assert all(r.status == 0 for r in runs), runs[0].stderr
+    assert runs[0].stdout.split("\n\n")[0] == runs[1].stdout.split("\n\n")[0]
+    assert "tokens: temperature 0.8, top-k 50, top-p 1, seed 5; chosen on the host from the logits" in runs[0].stdout
+    assert run_cli(*args, "--top-p", "1.5", cwd=ours.parent).error_line.startswith("error: argument --top-p")
+
+
+def test_an_end_of_sequence_token_ends_the_text_unprinted(llm, llm_export):
+    """Issue 44 row 13: TextLLMRunner prints the EOS token's text (``</s>``); TextGenerator's text and pieces leave it
+    out, count it, and say the sequence ended there. The prompt: the first one-token prompt whose greedy continuation
+    reaches ``</s>`` (id 1) within 20 tokens, found with the eager model."""
+    import torch
+    from tokenizers import Tokenizer
+
+    from et_tensorrt.llm import MethodsDriver
+
+    ours, _, tokenizer = llm
+    words = Tokenizer.from_file(str(tokenizer))
+    eager = decoders.executorch_llama(dynamic=True, vocab=words.get_vocab_size()).eager
+    prompt = None
+    with torch.no_grad():
+        for start in range(2, words.get_vocab_size()):
+            text = words.decode([start])
+            if words.encode(text, add_special_tokens=False).ids != [start]:
+                continue
+            tokens, out = [start], []
+            for position in range(20):
+                logits = eager(torch.tensor([tokens]), {"input_pos": torch.tensor([position])})
+                logits = logits[0] if isinstance(logits, tuple) else logits
+                out.append(int(logits.reshape(-1, logits.shape[-1])[-1].argmax()))
+                tokens = out[-1:]
+            if 1 in out[1:] and out[0] != 1:
+                prompt, ends = text, out.index(1)
+                break
+    assert prompt is not None, "no one-token prompt reaches </s> greedily"
+    pieces = []
+    result = TextGenerator(ours, tokenizer).generate(prompt, max_new_tokens=24, on_token=pieces.append)
+    assert result.ended_at_eos and result.generated_tokens == ends + 1
+    assert b"</s>" not in result.text and b"".join(pieces) == result.text
+    driven = MethodsDriver(ours, tokenizer).generate(prompt, max_new_tokens=24)
+    assert driven.ended_at_eos and driven.generated_tokens == result.generated_tokens
+    assert _printed(driven.text) == _printed(result.text)

@@ -48,3 +48,21 @@ def test_models_moe_recipe_is_one_engine_per_method_and_generates(tmp_path, run_
     result = run_cli(*generate, cwd=tmp_path)
     assert result.status == 0, result.stderr
     assert result.stdout.startswith("the cat") and " generated in " in result.stdout
+
+
+def test_next_token_recipe_samples_in_the_engine_the_same_text_in_every_process(tmp_path, run_cli):
+    """Issue 46: the sampled prefill/decode program of docs/stateful-decode.md, driven by Runner (each call's token
+    fed to the next), by MethodsDriver and by the command line with one seed: one text."""
+    from et_tensorrt.testing import decoders
+
+    heading = "## The next token chosen in the engine"
+    decoders.byte_level_tokenizer(tmp_path / "tokenizer.json")  # the recipe's tokenizer.json (its first section's)
+    proc = run_python(python_code(STATEFUL, heading), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "dict_keys(['et_tensorrt_0'])" in proc.stdout
+    text = printed(proc.stdout, "MethodsDriver: ")
+    assert printed(proc.stdout, "Runner: ") == text
+    (generate,) = commands(STATEFUL, heading)
+    result = run_cli(*generate, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert result.stdout.startswith("the cat" + text.rstrip("\ufffd")), result.stdout
