@@ -5,15 +5,16 @@ with that venv's python and console script. A recipe importing what the install 
 
     python scripts/readme_recipes.py [--venv DIR] [--only HEADING-PREFIX]
 
-Run from any folder; the install lines run in the repository root, as the README says. pip finds what it finds for
-any user (the torch wheel on disk through pip's configured find-links, its cache); the package builds in the
-checkout's build/ folder. Exit status 1 when a step fails (its output's tail is printed).
+Run from any folder; the install lines run in the root of a copy of the checkout (its tracked files and the untracked
+ones git does not ignore), as in a fresh clone: the checkout itself is left as it was. pip finds what it finds for
+any user (the torch wheel on disk through pip's configured find-links, its cache); the package builds in the copy. Exit status 1 when a step fails (its output's tail is printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,23 @@ def _step(name: str, argv: list[str], cwd: Path, env: dict, timeout: int = 3600)
     return proc.returncode == 0
 
 
+def _copy_of_checkout(destination: Path) -> Path:
+    """The checkout's files (tracked, and untracked ones git does not ignore) copied to ``destination``: the install
+    lines run there, as in a fresh clone. Run in the checkout itself, an editable install would build the native
+    modules into its source tree linked against this temporary venv's torch and executorch, and break every later
+    use of the checkout (.ci/run's pytest) once the venv is gone."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():  # a deleted, not yet committed file is listed too
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--venv", help="where to make the venv (default: a temporary folder)")
@@ -56,10 +74,11 @@ def main() -> int:
         print(f"README recipes in a new venv ({venv}):", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         env = _environment(venv)
+        checkout = _copy_of_checkout(Path(tmp) / "checkout")
         ok = True
         for heading in (SET_UP, *recipes):
             for line in install_lines(README, heading):
-                ok = _step(line, ["bash", "-c", line], REPO, env) and ok
+                ok = _step(line, ["bash", "-c", line], checkout, env) and ok
         if not ok:
             print("README recipes: the install lines failed; no recipe ran")
             return 1
