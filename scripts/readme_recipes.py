@@ -7,7 +7,8 @@ with that venv's python and console script. A recipe importing what the install 
 
 Run from any folder; the install lines run in the root of a copy of the checkout (its tracked files and the untracked
 ones git does not ignore), as in a fresh clone: the checkout itself is left as it was. pip finds what it finds for
-any user (the torch wheel on disk through pip's configured find-links, its cache); the package builds in the copy. Exit status 1 when a step fails (its output's tail is printed).
+any user (the torch wheel on disk through pip's configured find-links, its cache); the package builds in the copy.
+Exit status 1 when a step fails (its output's tail is printed).
 """
 
 from __future__ import annotations
