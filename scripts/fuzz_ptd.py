@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fuzz_seeds import choose, run_one, seed_models
+from fuzz_seeds import choose, outcome, run_one, seed_models
 
 # The delegate's own key-table reader (struct only: ExecuTorch's Python reader runs flatc in a subprocess, which the
 # child's audit hook would count as code run by the file).
@@ -117,21 +117,16 @@ def _mutate_head(rng, kind: str, data: bytearray) -> bytearray:
 
 def run_one_executorch(pte: str, inputs, data_path) -> str:
     """Load and run one program through ExecuTorch's own ``executorch.runtime`` (the delegate registered by importing
-    et_tensorrt); the outcome (an exception is an outcome, a crash is not)."""
+    et_tensorrt); its outcome."""
     from executorch.runtime import Runtime
 
     import et_tensorrt  # noqa: F401 - registers the backend into ExecuTorch's registry
 
-    try:
+    def load():  # the program is kept beside its method: the method runs in the program's memory
         program = Runtime.get().load_program(pte, data_path=str(data_path))
-        method = program.load_method("forward")
-    except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
-        return f"load refused: {type(e).__name__}"
-    try:
-        method.execute(list(inputs))
-    except Exception as e:  # noqa: BLE001
-        return f"run refused: {type(e).__name__}"
-    return "ran"
+        return program, program.load_method("forward")
+
+    return outcome(load, lambda loaded: loaded[1].execute(list(inputs)))
 
 
 def run_one_ptd(corpus: PtdCorpus, name: str, data: bytes, inputs, path: Path, through: str = "runner") -> str:

@@ -70,17 +70,24 @@ def choose(seed: int, index: int, names: list[str], kinds: tuple[str, ...]) -> t
 # ---------------------------------------------------------------------------------------- running
 
 
-def run_one(data, inputs, verify: bool = True, data_path=None) -> str:
-    """Load and run one program (bytes or a path; ``data_path``: its .ptd); returns the outcome (an exception is an
-    outcome, a crash is not)."""
-    import et_tensorrt
-
+def outcome(load, run) -> str:
+    """``run(load())``'s outcome: "ran", or which of the two refused, by exception type (an exception is an outcome,
+    a crash is not)."""
     try:
-        runner = et_tensorrt.Runner(data, verify=verify, data_path=data_path)
+        loaded = load()
     except Exception as e:  # noqa: BLE001 - every refusal is counted, by type
         return f"load refused: {type(e).__name__}"
     try:
-        runner.run(list(inputs))
+        run(loaded)
     except Exception as e:  # noqa: BLE001
         return f"run refused: {type(e).__name__}"
     return "ran"
+
+
+def run_one(data, inputs, verify: bool = True, data_path=None) -> str:
+    """Load and run one program (bytes or a path; ``data_path``: its .ptd) through ``Runner``; its outcome."""
+    import et_tensorrt
+
+    return outcome(
+        lambda: et_tensorrt.Runner(data, verify=verify, data_path=data_path), lambda runner: runner.run(list(inputs))
+    )
