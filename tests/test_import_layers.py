@@ -95,6 +95,26 @@ def _type_checking(node: ast.If) -> bool:
     )
 
 
+def _imports_of(path: Path, name: str, targets_of) -> list[Import]:
+    """Every import statement of the module ``name`` at ``path`` that ``targets_of(statement)`` resolves to other
+    modules (a set), one Import per target, with whether it sits in a function and under ``TYPE_CHECKING``."""
+    found = []
+
+    def visit(node, local, type_only):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                for target in sorted(targets_of(child) - {name}):
+                    found.append(Import(name, target, child.lineno, local, type_only))
+            visit(
+                child,
+                local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef),
+                type_only or (isinstance(child, ast.If) and _type_checking(child)),
+            )
+
+    visit(ast.parse(path.read_text(), str(path)), False, False)
+    return found
+
+
 def imports(package: Path = PACKAGE) -> list[Import]:
     """Every import of the package's own modules, one per imported module per statement."""
     mods = modules(package)
@@ -108,55 +128,33 @@ def imports(package: Path = PACKAGE) -> list[Import]:
     for name, path in mods.items():
         if path.suffix != ".py":
             continue
-        is_package = path.name == "__init__.py"
-        here = name.split(".") if is_package else name.split(".")[:-1]
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
 
-        def visit(node, local, type_only, name=name, here=here):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Import | ast.ImportFrom):
-                    if isinstance(child, ast.Import):
-                        names = [a.name for a in child.names]
-                    else:
-                        base = ".".join(here[: len(here) - child.level + 1]) if child.level else ""
-                        module = ".".join(p for p in (base, child.module or "") if p)
-                        names = [f"{module}.{a.name}" for a in child.names]
-                    targets = {resolve(t) for t in names if t.split(".")[0] == "et_tensorrt"}
-                    for target in sorted(targets - {name}):
-                        found.append(Import(name, target, child.lineno, local, type_only))
-                visit(
-                    child,
-                    local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef),
-                    type_only or (isinstance(child, ast.If) and _type_checking(child)),
-                )
+        def targets_of(statement, here=here):
+            if isinstance(statement, ast.Import):
+                names = [a.name for a in statement.names]
+            else:
+                base = ".".join(here[: len(here) - statement.level + 1]) if statement.level else ""
+                module = ".".join(p for p in (base, statement.module or "") if p)
+                names = [f"{module}.{a.name}" for a in statement.names]
+            return {resolve(t) for t in names if t.split(".")[0] == "et_tensorrt"}
 
-        visit(ast.parse(path.read_text(), str(path)), False, False)
+        found += _imports_of(path, name, targets_of)
     return found
 
 
 def script_imports(scripts: Path = SCRIPTS) -> list[Import]:
     """Every import of one script by another (``import fuzz_children``, ``from fuzz_seeds import ...``)."""
     names = {path.stem for path in scripts.glob("*.py")}
-    found = []
-    for path in sorted(scripts.glob("*.py")):
 
-        def visit(node, local, type_only, name=path.stem):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Import):
-                    targets = {a.name.split(".")[0] for a in child.names}
-                elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
-                    targets = {child.module.split(".")[0]}
-                else:
-                    targets = set()
-                for target in sorted((targets & names) - {name}):
-                    found.append(Import(name, target, child.lineno, local, type_only))
-                visit(
-                    child,
-                    local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef),
-                    type_only or (isinstance(child, ast.If) and _type_checking(child)),
-                )
+    def targets_of(statement):
+        if isinstance(statement, ast.Import):
+            return {a.name.split(".")[0] for a in statement.names} & names
+        if not statement.level and statement.module:
+            return {statement.module.split(".")[0]} & names
+        return set()
 
-        visit(ast.parse(path.read_text(), str(path)), False, False)
-    return found
+    return [i for path in sorted(scripts.glob("*.py")) for i in _imports_of(path, path.stem, targets_of)]
 
 
 def layer(module: str) -> str:
