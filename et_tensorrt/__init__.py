@@ -51,6 +51,7 @@ def load_native() -> None:
     import torch  # noqa: F401  (the native module needs torch's libraries loaded first)
 
     native = importlib.import_module("._C", __name__)
+    _filter_executorch_log(native)
     descriptors = importlib.import_module(".descriptors", __name__)
     globals().update({name: getattr(descriptors, name) for name in _DESCRIPTORS})
     if not native.register_backend():
@@ -60,6 +61,18 @@ def load_native() -> None:
             "et_tensorrt: another library already registered the backend id 'EtTensorRTBackend'", stacklevel=3
         )
     _native_loaded = True
+
+
+def _filter_executorch_log(native) -> None:
+    """ExecuTorch's Python bindings install their log function when they load; it writes each line to Python's
+    stderr and aborts the process on a line that is not UTF-8 (``executorch.runtime`` loading a damaged ``.ptd``
+    logs its identifier bytes as they are). Loaded first (5 ms), they get our filter in front, which escapes such
+    bytes, whatever the order of the user's imports."""
+    try:
+        importlib.import_module("executorch.extension.pybindings._C")
+    except ImportError:  # an executorch without its Python runtime: nothing to put ours in front of
+        pass
+    native.install_log_filter()
 
 
 def _command_line_process() -> bool:

@@ -356,6 +356,9 @@ void bind_runtime(py::module_& m) {
   m.attr("EXECUTORCH_LOGS_ENV") = kExecuTorchLogsEnv;
   m.def("register_backend", &register_tensorrt_backend,
         "Register EtTensorRTBackend into libexecutorch.so's registry (idempotent).");
+  m.def("install_log_filter", &install_executorch_log_filter,
+        "Put et_tensorrt's filter in front of ExecuTorch's log function now (idempotent): every line reaches it as "
+        "UTF-8; a Runner call's lines are held for its error.");
 
   py::class_<ProgramRunner>(m, "ProgramRunner")
       .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true,

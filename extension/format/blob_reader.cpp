@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "checksum.h"
+#include "utf8.h"
 
 namespace et_tensorrt {
 namespace {
@@ -94,38 +95,6 @@ EtDevice read_device(int8_t type, int8_t index, const std::string& what) {
     fail(what + " has negative device index");
   }
   return EtDevice(static_cast<EtDeviceType>(type), index);
-}
-
-// Names are UTF-8 (the Python side decodes them): reject malformed and overlong sequences, surrogates.
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0, n = s.size(); i < n;) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
 }
 
 IoEntry read_entry(Reader& r, uint32_t i) {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "../format/utf8.h"
 #include "quiet_stderr.h"
 
 namespace et_tensorrt {
@@ -34,7 +35,16 @@ void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filena
   }
   keep(static_cast<char>(level), message, length);
   if (t_quiet > 0 && !shown()) return;
-  if (g_previous != nullptr) g_previous(timestamp, level, filename, function, line, message, length);
+  if (g_previous == nullptr || message == nullptr) return;
+  // ExecuTorch's Python bindings write each line to Python's stderr, which decodes it as UTF-8 and aborts the process
+  // on a line that is not (FlatTensorDataMap quotes a damaged file's identifier bytes as they are).
+  const std::string_view text(message, strnlen(message, length));
+  if (valid_utf8(text)) {
+    g_previous(timestamp, level, filename, function, line, message, length);
+    return;
+  }
+  const std::string escaped = escape_invalid_utf8(text);
+  g_previous(timestamp, level, filename, function, line, escaped.c_str(), escaped.size());
 }
 
 // In front of whatever log function ExecuTorch has now: installed on first use, and again when someone registered
@@ -51,6 +61,8 @@ void install() {
 }
 
 }  // namespace
+
+void install_executorch_log_filter() { install(); }
 
 void keep(char level, const char* message, size_t length) {
   if (t_capture != nullptr && message != nullptr) {

@@ -24,6 +24,11 @@ class QuietExecuTorchLog {
   QuietExecuTorchLog& operator=(const QuietExecuTorchLog&) = delete;
 };
 
+// Puts the filter in front of the log function ExecuTorch has now, unless it is there already. Each log line then
+// reaches that function as UTF-8 (ExecuTorch's Python bindings abort the process on a line that is not), from every
+// thread; only threads inside a QuietExecuTorchLog are quieted.
+void install_executorch_log_filter();
+
 // ExecuTorch's last error lines logged on this thread since the outermost QuietExecuTorchLog began ("constant_buffer
 // path is disabled ...; Failed parsing tensor at index 0: 0x23"), joined by "; "; empty when there were none.
 std::string held_executorch_errors();
