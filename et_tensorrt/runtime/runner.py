@@ -57,7 +57,7 @@ def _executorch_lib_dirs() -> list[str]:
 def load_kernels() -> None:
     """Register ExecuTorch's CPU kernels into libexecutorch.so by loading the kernel library itself.
 
-    Not through ``executorch.extension.pybindings``: that module imports ``executorch.exir`` (the
+    Not through ``executorch.extension.pybindings.portable_lib``: that module imports ``executorch.exir`` (the
     ahead-of-time stack and its dependencies), which a runtime-only install does not need.
     """
     global _kernels_loaded
@@ -122,13 +122,12 @@ class Runner:
         self._verify = verify
         with policy(self._prepare):
             self._native = self._from(self._source, verify, self._data_path)
-        # The plan of this Runner's last call (also after a failed call): each method input and output end to
-        # end, ExecuTorch's own copies included; `last_plans` is every delegate's plan of that call, in order.
-        self.last_plan: _C.MethodPlan | None = None
+        self._loaded: set[str] = set()  # methods loaded (their delegates have chosen): calls need no policy
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
         self._lock = threading.Lock()
-        self.outputs_written_in_place: list[bool] = []
+        self._in_place: Sequence[bool] = ()
+        self._closed_plan: _C.MethodPlan | None = None
 
     @property
     def method_names(self) -> list[str]:
@@ -146,13 +145,27 @@ class Runner:
         native = self._require()
         if isinstance(inputs, torch.Tensor):
             inputs = [inputs]
-        with self._lock, policy(self._prepare):  # a method loads on its first call: its delegates choose then
-            try:
-                results, in_place = native.run(list(inputs), method, None if outputs is None else list(outputs))
-            finally:
-                self.last_plan = native.last_plan()
-            self.outputs_written_in_place = list(in_place)
+        given = None if outputs is None else list(outputs)
+        with self._lock:
+            if method in self._loaded:  # the per-call path: nothing here is built per call that a call can skip
+                results, self._in_place = native.run(list(inputs), method, given)
+            else:
+                with policy(self._prepare):  # a method loads on its first call: its delegates choose then
+                    results, self._in_place = native.run(list(inputs), method, given)
+                self._loaded.add(method)
         return list(results)
+
+    @property
+    def last_plan(self) -> _C.MethodPlan | None:
+        """The plan of this Runner's last call (also after a failed call): each method input and output end to end,
+        ExecuTorch's own copies included; :attr:`last_plans` is every delegate's plan of that call, in order."""
+        native = self._native
+        return self._closed_plan if native is None else native.last_plan()
+
+    @property
+    def outputs_written_in_place(self) -> list[bool]:
+        """Per output of the last call: whether it was written into the caller's tensor (``outputs=``)."""
+        return list(self._in_place)
 
     @property
     def last_plans(self) -> list[_C.PlacementPlan]:
@@ -167,13 +180,15 @@ class Runner:
         with self._lock:
             self._native = None
             del native  # the old methods (and their delegates' device state) go before the new ones load
+            self._loaded.clear()
             with policy(self._prepare):
                 self._native = self._from(self._source, self._verify, self._data_path)
-            self.last_plan = None
-            self.outputs_written_in_place = []
+            self._in_place = ()
 
     def close(self) -> None:
-        self._native = None
+        native, self._native = self._native, None
+        if native is not None:
+            self._closed_plan = native.last_plan()
 
     def _require(self):
         if self._native is None:

@@ -9,4 +9,12 @@ namespace et_tensorrt {
 
 at::Tensor torch_view(const executorch::aten::Tensor& t);
 
+// `src` copied into `dst` (same sizes): one memcpy where both are dense host memory of one dtype (every result of the
+// PyTorch executor, every output the runner hands back), else torch's copy_, which picks the copy kind from the two
+// devices. copy_ builds a TensorIterator first: microseconds, more than a small tensor's copy itself.
+void copy_into(const executorch::aten::Tensor& dst, const at::Tensor& src);
+
+// A torch tensor of its own holding a copy of `t` (on `t`'s device, dense).
+at::Tensor torch_copy(const executorch::aten::Tensor& t);
+
 }  // namespace et_tensorrt

@@ -45,8 +45,6 @@ using executorch::runtime::EValue;
 }
 
 // ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
-at::Tensor copy_out(const executorch::aten::Tensor& t) { return torch_view(t).clone(); }
-
 template <typename T>
 std::string tuple_str(executorch::runtime::Span<const T> values) {
   std::string s = "(";
@@ -422,11 +420,28 @@ size_t ProgramRunner::num_inputs(const std::string& method) {
   return meta->num_inputs();
 }
 
+void ProgramRunner::set_plan_parts(std::optional<PlanParts> parts) {
+  const std::lock_guard<std::mutex> lock(plan_mutex_);
+  plan_parts_ = std::move(parts);
+  last_plan_.reset();
+}
+
+std::shared_ptr<const MethodPlan> ProgramRunner::last_plan() const {
+  const std::lock_guard<std::mutex> lock(plan_mutex_);
+  if (plan_parts_) {
+    PlanParts& parts = *plan_parts_;
+    last_plan_ = std::make_shared<MethodPlan>(
+        compose_method_plan(std::move(parts.method), parts.inputs, parts.outputs, std::move(parts.delegates)));
+    plan_parts_.reset();
+  }
+  return last_plan_;
+}
+
 std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& inputs, const std::string& method,
                                            const std::optional<std::vector<at::Tensor>>& outputs,
                                            std::vector<bool>* outputs_written_in_place) {
   ensure_loaded(method);
-  last_plan_.reset();
+  set_plan_parts(std::nullopt);
   auto meta = module_->method_meta(method);
   if (!meta.ok()) fail("no metadata for method '" + method + "'", meta.error());
   executorch::runtime::Method& m = loaded_method(method);
@@ -514,8 +529,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
       plan_outputs.push_back(o);
     }
   }
-  last_plan_ =
-      std::make_shared<MethodPlan>(compose_method_plan(method, plan_inputs, plan_outputs, std::move(delegate_plans)));
+  set_plan_parts(PlanParts{method, std::move(plan_inputs), std::move(plan_outputs), std::move(delegate_plans)});
   if (status != Error::Ok) fail("method '" + method + "' failed", status);
 
   std::vector<at::Tensor> out;
@@ -539,7 +553,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
       }
       out.push_back(target);
     } else {
-      out.push_back(copy_out(v.toTensor()));
+      out.push_back(torch_copy(v.toTensor()));
       if (in_place.size() <= i) in_place.push_back(false);
     }
   }

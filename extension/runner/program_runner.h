@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -53,8 +54,9 @@ class ProgramRunner {
                               const std::optional<std::vector<at::Tensor>>& outputs,
                               std::vector<bool>* outputs_written_in_place);
 
-  // The plan of this runner's last call (also after a failed call; null before any call).
-  std::shared_ptr<const MethodPlan> last_plan() const { return last_plan_; }
+  // The plan of this runner's last call (also after a failed call; null before any call). Composed when first asked
+  // for, not on every call: its entries' words cost more than a small call itself.
+  std::shared_ptr<const MethodPlan> last_plan() const;
 
   // "input 1 ('cache_position') of method 'decode'" (the name when the program's input spec gives one); without
   // `method_too`, "input 1 ('cache_position')".
@@ -69,7 +71,18 @@ class ProgramRunner {
   std::string bytes_;  // program bytes when built from memory; must outlive module_
   DataFiles files_;    // the .pte and .ptd, for named-data errors that name them
   std::unique_ptr<executorch::extension::Module> module_;
-  std::shared_ptr<const MethodPlan> last_plan_;
+  // What the last call saw, composed into last_plan_ on request; guarded because Python reads the plan without the
+  // Runner's lock while another thread may be inside run() (which runs without the GIL).
+  struct PlanParts {
+    std::string method;
+    std::vector<MethodInput> inputs;
+    std::vector<MethodOutput> outputs;
+    std::vector<std::shared_ptr<const PlacementPlan>> delegates;
+  };
+  void set_plan_parts(std::optional<PlanParts> parts);
+  mutable std::mutex plan_mutex_;
+  mutable std::optional<PlanParts> plan_parts_;
+  mutable std::shared_ptr<const MethodPlan> last_plan_;
   std::map<std::string, std::vector<std::string>> input_names_;  // by method, read when an error first needs them
 };
 

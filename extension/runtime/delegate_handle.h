@@ -84,6 +84,9 @@ class DelegateHandle {
   std::vector<StatePlacement> states_;  // the state the executor owns (blob STATE), copied into every plan
   std::vector<at::Tensor> input_staging_, output_staging_;
   mutable std::mutex mutex_;  // one call at a time per delegate: staging buffers are shared state
+  // The last call's plan and the arguments it was made for (see plan_call).
+  std::shared_ptr<PlacementPlan> reusable_plan_;
+  std::vector<ArgumentInfo> reusable_inputs_, reusable_outputs_;
 };
 
 // A plan rejected an argument; what() lists every rejection.

@@ -162,6 +162,12 @@ TensorPlacement place(const ArgumentInfo& t, const IoEntry& e, size_t index, EtD
 
 }  // namespace
 
+bool operator==(const ArgumentInfo& a, const ArgumentInfo& b) {
+  return a.device == b.device && a.dtype == b.dtype && a.sizes == b.sizes && a.contiguous == b.contiguous &&
+         a.nbytes == b.nbytes && a.data == b.data && a.label_note == b.label_note && a.is_size == b.is_size &&
+         a.value == b.value;
+}
+
 ArgumentInfo argument_info(const executorch::aten::Tensor& t) {
   ArgumentInfo v;
   v.device = t.device();

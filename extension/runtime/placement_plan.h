@@ -48,6 +48,9 @@ struct ArgumentInfo {
 };
 
 // Reads an ArgumentInfo from an ExecuTorch tensor's own descriptor.
+bool operator==(const ArgumentInfo& a, const ArgumentInfo& b);  // every field: the same argument in the same memory
+inline bool operator!=(const ArgumentInfo& a, const ArgumentInfo& b) { return !(a == b); }
+
 ArgumentInfo argument_info(const executorch::aten::Tensor& t);
 // A size argument (ExecuTorch passes a SymInt as an Int EValue).
 ArgumentInfo size_argument_info(int64_t value);

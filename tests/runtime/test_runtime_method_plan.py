@@ -33,6 +33,25 @@ def test_two_runners_on_two_threads_always_see_their_own_plans(mlp_tester):
     assert wrong == []
 
 
+def test_a_kept_plan_is_never_changed_by_later_calls(mlp_tester):
+    """A call like the last one reuses the delegate's plan only where nobody holds it (issue 45: building each plan's
+    words cost more than the call): a plan the caller kept stays as it was, and each call's plan is its own."""
+    runner = et_tensorrt.Runner(mlp_tester.pte)
+    x = torch.randn(2, 8)
+    runner.run([x])
+    kept, kept_method = runner.last_plans[0], runner.last_plan
+    before = (repr(kept), kept.executor_ns, kept.delegate_ns, repr(kept_method))
+    for _ in range(3):
+        runner.run([x])
+        steady = runner.last_plans[0]
+        assert steady is not kept and repr(steady) == before[0]  # the same words, reused or not
+        del steady  # let go: the next call may reuse it
+    assert (repr(kept), kept.executor_ns, kept.delegate_ns, repr(kept_method)) == before
+    y = torch.randn(2, 8)
+    runner.run([y])
+    assert runner.last_plans[0].inputs[0].data_ptr == y.data_ptr() != kept.inputs[0].data_ptr
+
+
 def test_plan_of_a_failed_call_is_kept(dynamic_tester):
     """The rejected call's plan is the Runner's last plan (not the previous successful call's)."""
     dynamic_tester.runner.run([torch.randn(4, 8)])
