@@ -1,5 +1,6 @@
 """Suite-wide: engines built by any test go to a temporary cache, never the user's; every test starts from one
-RNG state."""
+RNG state; under pytest-xdist's ``--dist loadgroup`` (.ci/run) a module's tests that share a module-scoped fixture
+run on one worker."""
 
 import pytest
 import torch
@@ -10,6 +11,31 @@ def pytest_runtest_setup(item):
     # Before the test's fixtures are set up: unseeded torch.randn inputs and module initializations (most tests
     # use them) are the same whatever ran before, in a full run, a -k selection or another order.
     torch.manual_seed(0)
+
+
+def pytest_configure(config):
+    # pytest-xdist registers it; without the plugin (-p no:xdist) the mark is known all the same
+    config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist's --dist loadgroup runs on one worker")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
+def pytest_collection_modifyitems(items):
+    """A module-scoped fixture (a lowered model, most of them) is made once per worker that runs one of its tests:
+    with ``--dist load`` a module split between the workers lowers it on both. A module with such a fixture is one
+    xdist group, so ``--dist loadgroup`` sends its tests to one worker (the other tests go one by one, as with
+    ``load``). The whole module: a test may reach its fixture through ``request.getfixturevalue``."""
+
+    def module(item):
+        return item.nodeid.split("::", 1)[0]
+
+    def fixtures(item):
+        info = getattr(item, "_fixtureinfo", None)  # a Function's; other items have none
+        return [d for defs in info.name2fixturedefs.values() for d in defs] if info else []
+
+    shared = {module(item) for item in items if any(d.scope == "module" for d in fixtures(item))}
+    for item in items:
+        if module(item) in shared:
+            item.add_marker(pytest.mark.xdist_group(module(item)))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,7 +1,7 @@
 """Speech encoder–decoders with tiny random configs (nothing downloaded), WAV files made with the standard library,
 and a decoder run token by token against eager HF transformers.
 
-* ``whisper()``, ``speech2text()``, ``moonshine()``: the HF model (2 + 2 layers, d_model 64);
+* ``whisper()``, ``speech2text()``, ``moonshine(layers)``: the HF model (2 + 2 layers, d_model 64);
 * ``sine_wav(path, seconds, rate, channels)``: a WAV file of a sine (``wave``);
 * ``decode(model, runner, features, steps)``: the ``encoder`` method once, then ``steps`` greedy ``decoder`` calls
   through :class:`et_tensorrt.Runner`, each step's logits against the eager model's for the same tokens.
@@ -50,11 +50,12 @@ def speech2text(vocab: int = 320, mel_bins: int = 16):
     return Speech2TextForConditionalGeneration(config).eval()
 
 
-def moonshine(vocab: int = 320):
+def moonshine(vocab: int = 320, layers: int = 2):
+    """``layers`` in the encoder and as many in the decoder."""
     from transformers import MoonshineConfig, MoonshineForConditionalGeneration
 
     config = MoonshineConfig(
-        hidden_size=64, intermediate_size=128, encoder_num_hidden_layers=2, decoder_num_hidden_layers=2,
+        hidden_size=64, intermediate_size=128, encoder_num_hidden_layers=layers, decoder_num_hidden_layers=layers,
         encoder_num_attention_heads=4, decoder_num_attention_heads=4, max_position_embeddings=64, **_common(vocab),
     )  # fmt: skip
     torch.manual_seed(0)

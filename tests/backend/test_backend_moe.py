@@ -5,7 +5,8 @@ transformers' default experts code and with ``experts_implementation="batched_mm
 
 ``batched_mm`` is one function of transformers (``integrations/moe.py``) for every family, so one family runs it
 here (each lowering takes most of a minute); the families differ in their routers and attention, which the
-default code's runs cover."""
+default code's runs cover. One decoder layer each: a second repeats the first's ops and adds about a fifth to each
+lowering; docs/models.md's recipe, lowered and run by tests/cli/test_doc_recipes.py, has two."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ CASES = [(family, None) for family in moe_models.FAMILIES] + [("qwen3_moe", "bat
 @pytest.fixture(scope="module", params=CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def lowered(request):
     family, experts = request.param
-    decoder, lm = decoders.hf_causal_lm(moe_models.hf_moe(family, experts), MAX_SEQ_LEN)
+    decoder, lm = decoders.hf_causal_lm(moe_models.hf_moe(family, experts, layers=1), MAX_SEQ_LEN)
     pte = et_tensorrt.lower(lm.programs, constant_methods=lm.constant_methods, validate=True)
     return experts, decoder, pte, et_tensorrt.lower.last_reports
 
