@@ -37,6 +37,8 @@ def rss_mb() -> float:
 
 
 def measure(name: str, fn, n: int, warmup: int) -> float:
+    if n <= 0:
+        return 0.0  # the phase was not asked for (--runs 0, --describes 0)
     for _ in range(warmup):
         fn()
     gc.collect()
