@@ -105,6 +105,14 @@ class PyTorchExecutor:
         goes)."""
         self._states.close()
         self._residue.close()
+        # The graph's node metadata (fake tensors, their ShapeEnv, stack traces) hangs in the module's reference
+        # cycles, which only a full collection would free once a long-lived program was promoted: dropped now, by
+        # reference counting, a reset or a closed Runner leaves a few objects to the collector, not the program.
+        module = getattr(self._forward, "__self__", None)
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                node.meta.clear()
+        self._forward, self._lifted, self.native = None, (), None
 
 
 def _place_factories(module: torch.fx.GraphModule, device: torch.device) -> None:

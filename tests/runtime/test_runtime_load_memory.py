@@ -18,6 +18,7 @@ from et_tensorrt import Runner
 
 WARM, LOADS = 12, 20
 KEPT_SHAPE_ENVS = 12
+RESETS = 150
 
 
 def held() -> dict[str, int]:
@@ -79,3 +80,20 @@ def test_closing_drops_the_source_kept_for_tracebacks(program):
     runner.close()
     after = held()
     assert (after["fx sources"], after["linecache entries"]) == (before["fx sources"], before["linecache entries"])
+
+
+def test_resets_leave_no_cycles_for_the_collector(program):
+    """What each reset leaves of the old methods' programs (fx GraphModules with their generated classes, graphs and
+    fake-tensor metadata: reference cycles) is freed by the reset itself, not left for a full collection while later
+    loads fill fresh pymalloc arenas around it (10,000 resets grew RSS by 6.3 MB, issue 45)."""
+    pte, x = program
+    runner = Runner(pte)
+    runner.run([x])
+    gc.collect()
+    for _ in range(RESETS):
+        runner.reset()
+        runner.run([x])
+    left = gc.collect()  # what waited for a full collection: the garbage of up to RESETS loads
+    # Before: 10,500 objects after 150 resets of this program (the loads the collector had promoted, with their
+    # fake tensors and ShapeEnvs), growing with the resets; after: about 300 (the last load's own), for any number.
+    assert left < 1500, f"{left} objects of earlier loads left for a full collection after {RESETS} resets"
