@@ -128,16 +128,15 @@ at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, cons
 
 void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   const auto start = std::chrono::steady_clock::now();
-  // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL. Uncontended
-  // (every call of a single-threaded caller) it is taken without giving the GIL up, which costs microseconds.
-  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    if (Py_IsInitialized() && PyGILState_Check()) {
-      py::gil_scoped_release no_gil;
-      lock.lock();
-    } else {
-      lock.lock();
-    }
+  // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL. Given up on every
+  // call, also uncontended: Python threads of the caller's (the generate commands' stdout pump) run meanwhile while
+  // ExecuTorch's own runners hold the GIL through a whole generation.
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    lock.lock();
+  } else {
+    lock.lock();
   }
   const std::shared_ptr<PlacementPlan> plan = plan_call(args);
   check_input_guards(blob_, args);     // what the exported program requires of its inputs together
