@@ -44,7 +44,6 @@ using executorch::runtime::EValue;
   throw RunnerError(msg);
 }
 
-// ExecuTorch owns (and reuses) this memory: hand the caller its own copy.
 template <typename T>
 std::string tuple_str(executorch::runtime::Span<const T> values) {
   std::string s = "(";
@@ -553,7 +552,7 @@ std::vector<at::Tensor> ProgramRunner::run(const std::vector<MethodArgument>& in
       }
       out.push_back(target);
     } else {
-      out.push_back(torch_copy(v.toTensor()));
+      out.push_back(torch_copy(v.toTensor()));  // ExecuTorch owns (and reuses) this memory: the caller's own copy
       if (in_place.size() <= i) in_place.push_back(false);
     }
   }

@@ -47,10 +47,10 @@ struct ArgumentInfo {
   int64_t value = 0;  // the size, when is_size
 };
 
-// Reads an ArgumentInfo from an ExecuTorch tensor's own descriptor.
-bool operator==(const ArgumentInfo& a, const ArgumentInfo& b);  // every field: the same argument in the same memory
-inline bool operator!=(const ArgumentInfo& a, const ArgumentInfo& b) { return !(a == b); }
+// Every field: the same argument in the same memory (a delegate reuses its last plan for such a call).
+bool operator==(const ArgumentInfo& a, const ArgumentInfo& b);
 
+// Reads an ArgumentInfo from an ExecuTorch tensor's own descriptor.
 ArgumentInfo argument_info(const executorch::aten::Tensor& t);
 // A size argument (ExecuTorch passes a SymInt as an Int EValue).
 ArgumentInfo size_argument_info(int64_t value);
