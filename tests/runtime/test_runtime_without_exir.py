@@ -64,7 +64,8 @@ def test_runner_runs_a_program_with_host_kernels_without_importing_exir(program)
     modules, out = _run(folder)
     # ExecuTorch's Python runtime module loads (without exir) only so that et_tensorrt's log filter sits in front of
     # its log function (et_tensorrt._filter_executorch_log); its Python API, which imports exir, does not
-    assert not [m for m in modules if m.startswith(("executorch.exir", "executorch.extension.pybindings.portable"))]
+    aot = ("executorch.exir", "executorch.extension.pybindings.portable")
+    assert not [m for m in modules if m.startswith(aot)], modules
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
 
 

@@ -196,9 +196,6 @@ def test_a_damaged_identifier_through_executorchs_own_runtime_is_an_error_not_an
     """ExecuTorch logs a .ptd's identifier bytes as they are ("FlatTensor identifier 'F\xd401' != expected 'FT01'")
     and its Python bindings' log function aborts the process on a line that is not UTF-8 (14 SIGABRT of 2,000 head
     mutations, issue 45). Importing et_tensorrt, in either order, puts its filter in front: the bytes are escaped."""
-    import subprocess
-    import sys
-
     data = bytearray(open(saved[0].data_path, "rb").read())
     assert data[4:8] == b"FT01"
     data[5] ^= 0x80  # "T" -> 0xd4, which starts no UTF-8 sequence here
@@ -213,10 +210,19 @@ try:
 except RuntimeError:
     print("refused")
 """
-    env = {k: v for k, v in __import__("os").environ.items() if k != LOGS}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    done = _python(script)
     assert done.returncode == 0 and done.stdout.split() == ["refused"], (done.returncode, done.stdout, done.stderr)
     assert "FlatTensor identifier 'F\\xd401' != expected 'FT01'" in done.stderr, done.stderr
+
+
+def _python(script: str):
+    """``script`` run by a fresh interpreter, ExecuTorch's log lines as a user without LOGS set sees them."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != LOGS}
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
 
 
 def _damaged_key_table(ptd: bytes, damage: str) -> bytes:
@@ -440,9 +446,6 @@ def test_prepare_refuses_a_corrupt_weight_before_building_an_engine_from_it(save
 def test_executorchs_python_bindings_loaded_later_do_not_bring_the_log_lines_back(saved):
     """ExecuTorch's Python bindings register their own log function when they load; a Runner puts its filter back
     in front of it."""
-    import subprocess
-    import sys
-
     a = saved[0]
     script = f"""
 import et_tensorrt
@@ -454,8 +457,7 @@ for step in ("before", "after"):
     except et_tensorrt.RunnerError:
         print(step, "refused")
 """
-    env = {k: v for k, v in __import__("os").environ.items() if k != LOGS}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    done = _python(script)
     assert done.stdout.split() == ["before", "refused", "after", "refused"], done.stdout + done.stderr
     # the bindings' own notice at import that they replaced the log function is theirs; no line of the two loads
     assert "Init failed" not in done.stderr and "backend_interface.cpp" not in done.stderr, done.stderr
