@@ -55,6 +55,17 @@ def _executorch_lib_dirs() -> list[str]:
     return dirs
 
 
+def _kernels_already_mapped() -> bool:
+    """Whether a kernel library is in the process already (ExecuTorch's Python binding needs it; importing the
+    package loads that binding). Asked by soname: loading another copy by path, e.g. the wheel's beside a
+    runtime-only prefix's, would register every kernel a second time, which ExecuTorch answers with an abort."""
+    try:
+        ctypes.CDLL(KERNELS_LIBRARY, mode=os.RTLD_NOLOAD)
+    except OSError:
+        return False
+    return True
+
+
 def load_kernels() -> None:
     """Register ExecuTorch's CPU kernels into libexecutorch.so by loading the kernel library itself.
 
@@ -64,6 +75,9 @@ def load_kernels() -> None:
     global _kernels_loaded
     with _kernels_lock:
         if _kernels_loaded:
+            return
+        if _kernels_already_mapped():
+            _kernels_loaded = True
             return
         dirs = _executorch_lib_dirs()
         for d in dirs:

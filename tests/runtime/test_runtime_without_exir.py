@@ -84,6 +84,26 @@ def test_a_missing_kernel_library_is_one_clear_error(monkeypatch):
         runner.load_kernels()
 
 
+def test_a_second_copy_of_the_kernel_library_is_not_loaded(tmp_path):
+    """A runtime-only prefix beside an installed wheel (the GPU check on this machine): the kernels came with
+    ExecuTorch's Python binding, which importing the package loads; loading the prefix's copy by its path would
+    register each kernel again, which ExecuTorch answers with an abort."""
+    code = textwrap.dedent(
+        f"""
+        import shutil
+        import et_tensorrt
+        from et_tensorrt.runtime import runner
+        prefix = {str(tmp_path)!r}
+        shutil.copy(runner._executorch_lib_dirs()[-1] + "/" + runner.KERNELS_LIBRARY, prefix)
+        runner._executorch_lib_dirs = lambda: [prefix]
+        runner.load_kernels()
+        print("loaded once")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip().endswith("loaded once"), done.stderr[-2000:]
+
+
 def test_the_device_build_path_imports_no_exir():
     """Building an engine on the GPU machine (device_build: the builder, the engine cache, engines held as file
     regions) runs where only ExecuTorch's runtime is installed."""
