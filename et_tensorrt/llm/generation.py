@@ -245,11 +245,13 @@ class _Streamed:
 
     def __exit__(self, *exc):
         ctypes.CDLL(None).fflush(None)  # C's stdio buffer, should the runner not have flushed its last token
-        ours, sys.stdout = sys.stdout, self._python_stdout
-        ours.close()  # flushed; the descriptor stays (closefd=False) until:
         os.dup2(self._saved, 1)  # closes the pipe's last write end: the thread reads to its end
-        os.close(self._saved)
+        # Only then is Python's stdout put back: ``on_piece`` may be printing to ours from the thread (all of the
+        # text, when the runner held the GIL throughout), and a file closed under it would lose the rest.
         self._thread.join()
+        ours, sys.stdout = sys.stdout, self._python_stdout
+        ours.close()  # flushed; its descriptor (closefd=False):
+        os.close(self._saved)
         os.close(self._read)
         self.text = bytes(self._data)
         self.generated, self.ended_at_eos = _runner_text(self.text, self.ends)
