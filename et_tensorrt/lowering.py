@@ -134,6 +134,8 @@ def lower_program(
                 program = {name: export(ep) for name, ep in model.items()}
             else:
                 program = export(model, example_inputs, dynamic_shapes)
+        shape_envs = _shape_envs(program.values() if methods else [program])
+        _drop_pending_symbols(shape_envs)
         with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
             edge = to_edge_transform_and_lower(
                 program,
@@ -147,8 +149,35 @@ def lower_program(
             manager = edge.to_executorch(
                 executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
             )
+    _drop_pending_symbols(shape_envs)
     _forget_lowered_modules()
     return manager
+
+
+def _shape_envs(programs) -> list:
+    """The ShapeEnv (torch's symbolic sizes and values) of each program that has one. torch.export reuses it when the
+    same module is exported again, e.g. another method of one model."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    envs = []
+    for program in programs:
+        for node in program.graph.nodes:
+            val = node.meta.get("val")
+            if isinstance(val, FakeTensor) and val.fake_mode.shape_env is not None:
+                envs.append(val.fake_mode.shape_env)
+                break
+    return envs
+
+
+def _drop_pending_symbols(shape_envs) -> None:
+    """ExecuTorch's ``to_edge`` leaves the data-dependent symbols (``.item()``: ExecuTorch's llama reads its position
+    so) of its retraces pending in the program's ShapeEnv, which the next export of the same module reuses: its
+    decomposition then fails (``PendingUnbackedSymbolNotFound``). Pending ones belong to a trace that has ended, so
+    they go before and after a lowering. (Hidden while every lowering exported ONNX, which binds them.)"""
+    for env in shape_envs:
+        pending = getattr(env, "pending_fresh_unbacked_symbols", None)
+        if pending:
+            pending.clear()
 
 
 def _graphed_methods(options: dict, programs: Mapping) -> set[str] | None:
