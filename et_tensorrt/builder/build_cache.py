@@ -146,16 +146,37 @@ def _dims(dims: Sequence[DimRange]) -> list:
     return [[d.min, d.opt, d.max] for d in dims]
 
 
+# torch's shape symbols: sizes (s27), data-dependent values (u60, unbacked floats zuf0)
+_SYMBOL_RE = re.compile(rb"(?<![A-Za-z0-9_])(zuf|s|u)(\d+)(?![A-Za-z0-9_])")
+
+
+def canonical_symbols(graph: bytes) -> bytes:
+    """``graph`` with torch's shape symbols renumbered in the order they first appear (s0, s1, ..., u0, ...). Their
+    numbers count what the process traced before (the unbacked ones, ``u``, across exports), so the same partition
+    lowered twice in one process, or after another model, would otherwise miss the cache."""
+    renamed: dict[bytes, bytes] = {}
+    counts: dict[bytes, int] = {}
+
+    def renumber(m: re.Match) -> bytes:
+        if m.group(0) not in renamed:
+            prefix = m.group(1)
+            counts[prefix] = counts.get(prefix, -1) + 1
+            renamed[m.group(0)] = prefix + str(counts[prefix]).encode()
+        return renamed[m.group(0)]
+
+    return _SYMBOL_RE.sub(renumber, graph)
+
+
 def partition_key(graph: bytes, weights: Sequence[Weight], facts: Mapping[str, object]) -> str:
-    """The cache key of one partition: its GRAPH payload, every weight (name, kind, dtype, shape and values),
-    and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping options, the
-    tool versions of :func:`tool_versions`)."""
+    """The cache key of one partition: its GRAPH payload (its shape symbols renumbered), every weight (name, kind,
+    dtype, shape and values), and ``facts`` (JSON-able: the arguments' dtypes, devices and ranges, the engine-shaping
+    options, the tool versions of :func:`tool_versions`)."""
     from et_tensorrt.builder.named_data import tensor_digest  # local: named_data imports exir (not on the device)
 
     h = _Hasher()
     h.json("format", FORMAT_VERSION)
     h.json("facts", dict(facts))
-    h.field("graph", graph)
+    h.field("graph", canonical_symbols(graph))
     for w in weights:
         meta = [w.name, w.kind, str(w.tensor.dtype), list(w.tensor.shape), list(w.tensor.stride()), w.persistent]
         h.json("weight", meta)

@@ -311,3 +311,34 @@ def test_clear_removes_entries_legacy_files_and_temp_files(cache):
     (cache / "notes.txt").write_text("not ours")
     assert build_cache.clear()[0] == 3
     assert [p.name for p in cache.iterdir()] == ["notes.txt"]
+
+
+def test_a_partition_lowered_again_in_one_process_is_a_hit_however_its_symbols_are_numbered(cache):
+    """ExecuTorch's llama reads its position with ``.item()``: torch numbers those data-dependent symbols by what the
+    process traced before (u36 in the first lowering, u102 in the next), which must not make the key another. And
+    a hit (no ONNX export binding them) leaves none of ExecuTorch's retraces' symbols pending for the next export of
+    the model, ours or ExecuTorch's own ``to_edge``."""
+    import re
+
+    from executorch.exir import to_edge
+
+    import et_tensorrt
+    from et_tensorrt.inspection import delegate_blobs
+    from et_tensorrt.testing import decoders
+
+    decoder = decoders.executorch_llama(dynamic=True, layers=1)
+    blobs = [B.read_blob(delegate_blobs(et_tensorrt.lower(decoders.prefill_decode(decoder)["prefill"]))[0])]
+    blobs.append(B.read_blob(delegate_blobs(et_tensorrt.lower(decoders.prefill_decode(decoder)["prefill"]))[0]))
+    assert [b.metadata["cache"] for b in blobs] == ["miss", "hit"]
+    symbols = [set(re.findall(rb"Symbol\('(u\d+)'", b.graph)) for b in blobs]
+    assert symbols[0] and symbols[0] != symbols[1]  # numbered otherwise, the same partition
+    assert blobs[0].engine == blobs[1].engine
+    to_edge(decoders.prefill_decode(decoder))  # PendingUnbackedSymbolNotFound, had the hit left them
+
+
+def test_shape_symbols_are_renumbered_in_the_order_they_appear():
+    graph = (
+        b"""{"size": "Symbol('s27')", "expr": "Add(s27, u60)", "u61": {}, "more": "u60 s3 zuf4", "x": "uint8 s2x"}"""
+    )
+    renamed = b"""{"size": "Symbol('s0')", "expr": "Add(s0, u0)", "u1": {}, "more": "u0 s1 zuf0", "x": "uint8 s2x"}"""
+    assert build_cache.canonical_symbols(graph) == renamed
