@@ -136,20 +136,22 @@ def lower_program(
                 program = export(model, example_inputs, dynamic_shapes)
         shape_envs = _shape_envs(program.values() if methods else [program])
         _drop_pending_symbols(shape_envs)
-        with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
-            edge = to_edge_transform_and_lower(
-                program,
-                partitioner={name: [p] for name, p in partitioners.items()} if methods else [partitioners[""]],
-                constant_methods=dict(constant_methods) if constant_methods else None,
-            )
-        lower.last_reports = {name or "forward": p.report for name, p in partitioners.items()}
-        lower.last_report = list(lower.last_reports.values())[-1]
-        del program
-        with steps.step("program", "to_executorch"):
-            manager = edge.to_executorch(
-                executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
-            )
-    _drop_pending_symbols(shape_envs)
+        try:
+            with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
+                edge = to_edge_transform_and_lower(
+                    program,
+                    partitioner={name: [p] for name, p in partitioners.items()} if methods else [partitioners[""]],
+                    constant_methods=dict(constant_methods) if constant_methods else None,
+                )
+            lower.last_reports = {name or "forward": p.report for name, p in partitioners.items()}
+            lower.last_report = list(lower.last_reports.values())[-1]
+            del program
+            with steps.step("program", "to_executorch"):
+                manager = edge.to_executorch(
+                    executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
+                )
+        finally:  # a failed lowering leaves none pending either
+            _drop_pending_symbols(shape_envs)
     _forget_lowered_modules()
     return manager
 

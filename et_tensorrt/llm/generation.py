@@ -250,7 +250,7 @@ class _Streamed:
         # text, when the runner held the GIL throughout), and a file closed under it would lose the rest.
         self._thread.join()
         ours, sys.stdout = sys.stdout, self._python_stdout
-        ours.close()  # flushed; its descriptor (closefd=False):
+        ours.close()  # flushed; it leaves its descriptor open (closefd=False) for:
         os.close(self._saved)
         os.close(self._read)
         self.text = bytes(self._data)
