@@ -159,16 +159,10 @@ def lower_program(
 def _shape_envs(programs) -> list:
     """The ShapeEnv (torch's symbolic sizes and values) of each program that has one. torch.export reuses it when the
     same module is exported again, e.g. another method of one model."""
-    from torch._subclasses.fake_tensor import FakeTensor
+    from .partition.constant_masks import program_fake_mode
 
-    envs = []
-    for program in programs:
-        for node in program.graph.nodes:
-            val = node.meta.get("val")
-            if isinstance(val, FakeTensor) and val.fake_mode.shape_env is not None:
-                envs.append(val.fake_mode.shape_env)
-                break
-    return envs
+    modes = [program_fake_mode(program) for program in programs]
+    return [mode.shape_env for mode in modes if mode is not None and mode.shape_env is not None]
 
 
 def _drop_pending_symbols(shape_envs) -> None:

@@ -93,7 +93,7 @@ def fold_constant_masks(program: ExportedProgram) -> ExportedProgram:
     gm.recompile()
     # Sizes downstream of the folded index are static now: recompute every node's metadata.
     inputs = [n.meta["val"] for n in graph.nodes if n.op == "placeholder"]
-    FakeTensorProp(gm, _fake_mode(program)).propagate_dont_convert_inputs(*inputs)
+    FakeTensorProp(gm, program_fake_mode(program)).propagate_dont_convert_inputs(*inputs)
     _drop_unused_state(program)
     used = set()
     for n in graph.nodes:
@@ -106,7 +106,8 @@ def fold_constant_masks(program: ExportedProgram) -> ExportedProgram:
     return program
 
 
-def _fake_mode(program: ExportedProgram):
+def program_fake_mode(program: ExportedProgram):
+    """The FakeTensorMode (and with it the ShapeEnv) of ``program``'s inputs' metadata, or None."""
     from torch._guards import detect_fake_mode
 
     return detect_fake_mode([n.meta["val"] for n in program.graph.nodes if n.op == "placeholder" and "val" in n.meta])
@@ -130,7 +131,7 @@ def _add_constant(program: ExportedProgram, stem: str, value: torch.Tensor, devi
     else:
         with graph.inserting_after(placeholders[-1]):
             node = graph.placeholder(name)
-    with _fake_mode(program):
+    with program_fake_mode(program):
         node.meta["val"] = torch.empty(value.shape, dtype=value.dtype, device=device)
     program.constants[name] = value
     specs.insert(position, InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), name))
