@@ -5,6 +5,8 @@ system); when the block ends it flushes and fsyncs every temp, then renames each
 the folder. A save that fails (a full disk: ``ENOSPC``) or is killed (``SIGKILL``) leaves each destination as it
 was, its previous file or nothing, never a truncated one. A failed save removes its temps; a killed one leaves its
 ``.<name>.<pid>-<random>.partial`` beside the destination, which the next save there removes once that pid is gone.
+A new file gets the mode a plain ``open(path, "wb")`` would give it (0666 less the umask); a replaced one keeps its
+previous file's mode (``mkstemp`` makes its temp 0600, which the rename would otherwise carry over).
 """
 
 from __future__ import annotations
@@ -22,6 +24,26 @@ PARTIAL_SUFFIX = ".partial"
 def _open(path: str) -> BinaryIO:
     """The temp file's writer (tests inject a disk that fills up here)."""
     return open(path, "wb")
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux says it (else set and put back at once)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path: str) -> int:
+    """The permission bits the file at ``path`` should have once saved: its previous file's, else a new file's."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -83,6 +105,8 @@ class _Temp:
         self.file = _Writer(self, _open(self.temp), last)
 
     def finish(self) -> None:
+        # the mode last (a read-only previous file's mode would have stopped the temp's writer opening it)
+        os.fchmod(self.file.fileno(), _mode_for(self.path))
         self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()

@@ -97,6 +97,32 @@ def test_a_killed_save_leaves_the_previous_file_and_the_next_save_clears_its_par
     assert pte.read_bytes() == b"next" and _leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_new_save_gets_the_mode_a_plain_open_gives_under_the_umask(program, tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        saved = write_program(program, tmp_path / "m.pte")
+        with open(tmp_path / "plain", "wb"):
+            pass
+    finally:
+        os.umask(old)
+    plain = (tmp_path / "plain").stat().st_mode & 0o777
+    assert plain == 0o666 & ~umask
+    assert {p: oct(os.stat(p).st_mode & 0o777) for p in (saved.path, saved.data_path)} == {
+        saved.path: oct(plain),
+        saved.data_path: oct(plain),
+    }
+
+
+def test_a_replaced_file_keeps_its_previous_mode(tmp_path):
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(b"previous")
+    for mode in (0o640, 0o444):  # read-only too: the save replaces it (as a plain rename would) and keeps 0444
+        pte.chmod(mode)
+        atomic_file.write_bytes(pte, b"next")
+        assert pte.read_bytes() == b"next" and oct(pte.stat().st_mode & 0o777) == oct(mode)
+
+
 # ---------------------------------------------------------------------------------------------- the engine cache
 
 
