@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **option
     The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
     piece by piece instead.
     """
-    return lower_program(model, example_inputs, _in_memory=True, **options).buffer
+    return lower_program(model, example_inputs, _in_memory=True, _caller="lower", **options).buffer
 
 
 def lower_program(
@@ -101,11 +102,13 @@ def lower_program(
     constant_methods: Mapping[str, Any] | None = None,
     progress: Any = None,
     _in_memory: bool = False,
+    _caller: str = "lower_program",
     **options: Any,
 ):
     """:func:`lower`'s work, returning ExecuTorch's ``ExecutorchProgramManager`` (the program not yet joined into
     bytes: ``write_to_file`` and ``write_tensor_data_to_file`` write it piece by piece). ``_in_memory``: the
-    caller joins it into bytes (:func:`lower`), which has nowhere to put a .ptd."""
+    caller joins it into bytes (:func:`lower`), which has nowhere to put a .ptd; ``_caller``: the front door an
+    error names (``lower``, ``save``)."""
     from executorch.exir import to_edge_transform_and_lower
 
     from . import progress as steps
@@ -118,6 +121,8 @@ def lower_program(
     check_buildable(build)
     if methods:
         _check_methods(model, example_inputs, dynamic_shapes)
+    else:
+        _check_model(model, example_inputs, _caller)
     if _in_memory and build.named_data == "ptd":
         raise OptionError(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
@@ -210,6 +215,32 @@ def _check_methods(programs: Mapping, example_inputs, dynamic_shapes) -> None:
             )
     if example_inputs or dynamic_shapes is not None:
         raise OptionError("example_inputs and dynamic_shapes belong to torch.export of each method, not to lower()")
+
+
+def _check_model(model, example_inputs, caller: str) -> None:
+    """One method comes as an ExportedProgram, or as a module with the example inputs its forward takes (else
+    torch.export's own error, "missing a required argument: 'input'", says nothing of what to pass)."""
+    path = "path, " if caller == "save" else ""
+    how = (
+        f"et_tensorrt.{caller} takes an ExportedProgram, or a torch.nn.Module with its example inputs: "
+        f"et_tensorrt.{caller}({path}model, (x,)) or et_tensorrt.{caller}({path}torch.export.export(model, (x,)))"
+    )
+    if isinstance(model, torch.export.ExportedProgram):
+        return
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"the model is a {type(model).__name__}: {how}")
+    if isinstance(example_inputs, torch.Tensor):
+        raise TypeError(f"the example inputs are one tensor, not a tuple of them: {how}")
+    try:
+        signature = inspect.signature(model.forward)
+    except (TypeError, ValueError):  # a forward Python cannot describe: torch.export says what it needs
+        return
+    try:
+        signature.bind(*example_inputs)
+    except TypeError:
+        takes = ", ".join(signature.parameters)
+        given = f"{len(example_inputs)} example input(s)" if len(example_inputs) else "no example inputs"
+        raise TypeError(f"{type(model).__name__}.forward takes ({takes}) and was given {given}: {how}") from None
 
 
 def _forget_lowered_modules() -> None:
@@ -318,6 +349,6 @@ def save(path: str | os.PathLike, *args: Any, progress: Any = None, **kwargs: An
     from . import progress as steps
 
     with steps.reporting(progress) as shown:
-        program = lower_program(*args, progress=shown, **kwargs)
+        program = lower_program(*args, progress=shown, _caller="save", **kwargs)
         with steps.step("program", "write"):
             return write_program(program, path)
