@@ -12,12 +12,23 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from doc_blocks import README, README_RECIPES, SET_UP, commands, install_lines, printed, python_code, run_python
+from doc_blocks import (
+    README,
+    README_RECIPES,
+    SET_UP,
+    commands,
+    install_lines,
+    printed,
+    python_code,
+    run_python,
+    section,
+)
 from packaging.requirements import Requirement
 
 TOUR = "## A 30-second tour of the Python API"
 LLM = "### LLMs: export, lower, decode, generate text"
 QUANTIZED = "## Quantized programs"
+TESTS = "### Tests"
 
 
 @pytest.mark.parametrize("heading", [TOUR, "### Inside your own ExecuTorch flow"])
@@ -84,19 +95,33 @@ def _closure(requirements: list[str], own: tuple[list[str], dict[str, list[str]]
     return seen
 
 
-def test_the_install_lines_install_what_the_recipes_import():
-    """Issue 44, row 1: every module a README recipe imports comes with the README's install lines (the set-up line
-    and each recipe's own, e.g. the LLM recipe's `.[llm]`), not only with the `[test]` extra. .ci/run runs the
-    recipes in a new venv made by exactly these lines (scripts/readme_recipes.py)."""
-    lines = [line for heading in (SET_UP, *README_RECIPES) for line in install_lines(README, heading)]
-    assert any(".[llm]" in line for line in install_lines(README, LLM))
+def _installed_by(lines: list[str]) -> set[str]:
+    """The distributions these README shell lines' ``pip install`` commands install (``.`` is et_tensorrt)."""
     named = []
     for line in lines:
         for command in line.split("&&"):
             words = shlex.split(command)
             if words[:2] == ["pip", "install"]:
                 named += ["et_tensorrt" + w[1:] if w.startswith(".") else w for w in words[2:] if w[0] != "-"]
-    installed = _closure(named, _setup_requirements())
+    return _closure(named, _setup_requirements())
+
+
+def test_the_main_job_brings_no_test_tools_the_test_line_does_and_the_readme_says_so():
+    """Issue 54, row 8: pytest right after the main job is "No module named pytest". The test line is the one that
+    brings pytest and the xdist its ``-n 2`` needs, and the set-up text says so where the main job is."""
+    main, tests = _installed_by(install_lines(README, SET_UP)), _installed_by(install_lines(README, TESTS))
+    assert "pytest" not in main and {"pytest", "pytest-xdist"} <= tests
+    assert all("python -m pytest" in line for line in install_lines(README, TESTS))  # installs, then runs pytest
+    assert re.search(r"does not install pytest.*the\s+line under \"Tests\" does", section(README, SET_UP), re.S)
+
+
+def test_the_install_lines_install_what_the_recipes_import():
+    """Issue 44, row 1: every module a README recipe imports comes with the README's install lines (the set-up line
+    and each recipe's own, e.g. the LLM recipe's `.[llm]`), not only with the `[test]` extra. .ci/run runs the
+    recipes in a new venv made by exactly these lines (scripts/readme_recipes.py)."""
+    lines = [line for heading in (SET_UP, *README_RECIPES) for line in install_lines(README, heading)]
+    assert any(".[llm]" in line for line in install_lines(README, LLM))
+    installed = _installed_by(lines)
     module_dists = metadata.packages_distributions()
     for heading in README_RECIPES:
         tree = ast.parse(python_code(README, heading))
