@@ -3,7 +3,9 @@
 program computes:
 
 - **Core ATen.** Ops ExecuTorch refuses or cannot run (``histc``, transformers' grouped matmuls, ``empty_like``)
-  become the core ops they equal (``core_rewrites``), so every front door lowers them.
+  become the core ops they equal (``core_rewrites``), so every front door lowers them; ExecuTorch's own
+  ``llama.gated_delta_rule`` (Qwen3.5's linear attention: a CPU kernel) becomes the chunked rule of
+  ``delta_rule`` (``run_decompositions`` traces it, for a dynamic token count too).
 
 The other two keep dynamic programs dynamic and whole:
 
@@ -30,7 +32,7 @@ from torch.fx import Node
 
 from ..builder.op_rewrites import Rewriter
 from ..sizes import read_sizes_from
-from . import core_rewrites
+from . import core_rewrites, delta_rule
 from .supported_ops import op_name
 
 # Ops returning a list of pieces of their input along ``dim`` (args[2]): each piece is a slice of it.
@@ -126,6 +128,9 @@ def _to_core_aten(gm: torch.fx.GraphModule, user_inputs: set[str], outputs: dict
 
 def transform(ep: ExportedProgram) -> ExportedProgram:
     """``ep`` itself when there is nothing to change, else a changed copy (the caller's program is untouched)."""
+    table = delta_rule.decompositions(ep.graph)
+    if table:
+        ep = ep.run_decompositions(table)
     if not any(
         _reads_intermediate_size(n) or _split_pieces(n) is not None or core_rewrites.rewritable(n)
         for n in ep.graph.nodes
