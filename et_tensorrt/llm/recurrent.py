@@ -1,6 +1,7 @@
 """Causal LMs whose state is not (only) a KV cache: HF transformers' Mamba and Mamba2 (conv and SSM states), the
-hybrids of attention and SSM layers (Bamba, FalconH1, Jamba, NemotronH, GraniteMoeHybrid, Zamba2) and of attention
-and short convolutions (LFM2), exported with every state a buffer the delegate owns, as a KV cache is.
+hybrids of attention and SSM layers (Bamba, FalconH1, Jamba, NemotronH, GraniteMoeHybrid, Zamba2), of attention
+and short convolutions (LFM2) and of attention and gated delta nets (Qwen3-Next, Qwen3.5, Qwen3.5-MoE), exported
+with every state a buffer the delegate owns, as a KV cache is.
 
 transformers keeps these states in its cache's linear-attention layers (``LinearAttentionLayer``: a conv state and a
 recurrent state per layer) and an attention layer's keys and values in a ``StaticLayer``. :class:`RecurrentModule`
@@ -12,7 +13,12 @@ updates them in place:
 * a recurrent state is the SSM's (``mamba_scan_forward``: Mamba's per channel and state; ``mamba2_scan_forward``:
   Mamba2's per head), computed for any number of tokens from the state the previous call left (state_scans.py):
   transformers' own torch paths choose in Python between one token and several (and Mamba's several-token scan
-  starts from zeros), which one export of a dynamic length cannot follow. While the module runs, these functions of
+  starts from zeros), which one export of a dynamic length cannot follow;
+* a gated delta net's recurrent state (``torch_chunk_gated_delta_rule`` and ``torch_recurrent_gated_delta_rule``:
+  partition/delta_rule.py's chunked rule for both). The layer's own forward chooses between them in Python
+  (one token and a state: the recurrent one); the cache reports no state to it, so it always calls the chunked
+  one, which reads the state of the layer that asked (``get_recurrent_state``) from the cache itself, and the
+  layer's ``update_recurrent_state`` writes it back in place. While the module runs, these functions of
   the model's own modeling file are replaced by ones that read and write the cache's buffers (the hook transformers
   leaves for them: they are the functions its ``kernelize`` replaces);
 * keys and values are written at the call's positions (``cache_position``), as in
@@ -28,6 +34,7 @@ sets its position back to 0) and ``Runner.reset()`` (which reloads the states) b
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import sys
 import threading
@@ -35,6 +42,7 @@ import threading
 import torch
 import torch.nn.functional as F
 
+from ..partition import delta_rule
 from . import state_scans
 
 # max_seq_len of a model without max_position_embeddings (pure Mamba): the longest sequence TextLLMRunner runs
@@ -73,29 +81,34 @@ def unsupported_reason(model) -> str:
     by other functions than the ones replaced here (a gated delta rule, an xLSTM cell, ...)."""
     types = sorted(set(recurrent_layer_types(model)))
     found = _functions(model)
-    scans = {"mamba_scan_forward", "mamba2_scan_forward"} & set(found)
+    scans = {"mamba_scan_forward", "mamba2_scan_forward", *_DELTA_RULES} & set(found)
     others = _other_recurrences(model)
     if "causal_conv1d_forward" in found and (scans or set(types) <= {"conv"}) and not others:
         return ""
     return (
         f"its recurrent layers ({', '.join(types)}{': ' + ', '.join(others) if others else ''}) keep their state with "
-        "other functions than transformers' "
-        "causal_conv1d_forward, mamba_scan_forward and mamba2_scan_forward (Mamba, Mamba2, their attention hybrids "
-        "and LFM2's short convolutions are taken)"
+        "other functions than transformers' causal_conv1d_forward, mamba_scan_forward, mamba2_scan_forward and "
+        "torch_chunk_gated_delta_rule / torch_recurrent_gated_delta_rule (Mamba, Mamba2, their attention hybrids, "
+        "LFM2's short convolutions and the gated delta nets of Qwen3-Next and Qwen3.5 are taken)"
     )
 
 
 _STATE_ACCESS = {"get_conv_state", "update_conv_state", "get_recurrent_state", "update_recurrent_state"}
+# what a layer computing its recurrence with a delta rule replaced here may do with the cache itself
+_DELTA_RULE_ACCESS = {"get_recurrent_state", "update_recurrent_state"}
 
 
 def _other_recurrences(model) -> list[str]:
-    """The model's layers that read or write a cache's conv or recurrent state in their own ``forward`` (a gated
-    delta net): not through the functions replaced here, so an export would keep transformers' own token-count
-    branches."""
+    """The model's layers that read or write a cache's conv or recurrent state in their own ``forward``, other
+    than through the functions replaced here (a delta rule's layer reading and writing its recurrent state around
+    one is taken: see :meth:`_ExportCache.get_recurrent_state`), so an export would keep their own state code."""
     found = set()
     for module in model.modules():
         code = getattr(inspect.unwrap(type(module).forward), "__code__", None)
-        if code is not None and _STATE_ACCESS & set(code.co_names):
+        if code is None:
+            continue
+        names = set(code.co_names)
+        if _STATE_ACCESS & names and not (_DELTA_RULES & names and _STATE_ACCESS & names <= _DELTA_RULE_ACCESS):
             found.add(type(module).__name__)
     return sorted(found)
 
@@ -128,6 +141,24 @@ class _ExportCache:
 
     def get_seq_length(self, layer_idx: int = 0):
         return self.positions[0]
+
+    recurrent_layer: int | None = None  # the layer that last asked for its recurrent state
+
+    def get_recurrent_state(self, layer_idx: int, state_idx: int = 0):
+        """None once the states are buffers: a gated delta net's forward then calls its chunked rule (the one
+        replaced here, for any number of tokens) rather than branch on one token, and that rule reads this
+        layer's state itself."""
+        if self.owner is None:
+            return super().get_recurrent_state(layer_idx, state_idx)
+        self.recurrent_layer = layer_idx
+        return None
+
+    def update_recurrent_state(self, recurrent_states, layer_idx: int, state_idx: int = 0, **kwargs):
+        if self.owner is None:
+            return super().update_recurrent_state(recurrent_states, layer_idx, state_idx, **kwargs)
+        state = self.state("recurrent", layer_idx, state_idx)
+        state.copy_(recurrent_states.to(state.dtype))
+        return state
 
     def fresh(self, state: torch.Tensor) -> torch.Tensor:
         """``state`` as this call reads it: zeros when the call starts a sequence (position 0)."""
@@ -185,7 +216,7 @@ class RecurrentModule(torch.nn.Module):
     def _run(self, input_ids, cache_position, replaced: bool = True):
         self.cache.positions = cache_position
         extra = {"position_ids": cache_position.unsqueeze(0)} if self._takes_positions else {}
-        with _replaced(self.model) if replaced else contextlib.nullcontext():
+        with _replaced(self.model, self.cache) if replaced else contextlib.nullcontext():
             out = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, **extra)
         return out.logits
 
@@ -272,24 +303,47 @@ def _mamba2_scan(module, hidden_states, B, C, dt, cache, **kwargs):
     return y.reshape(batch, tokens, heads * head_dim).to(hidden_states.dtype)
 
 
+def _delta_rule(cache, query, key, value, g, beta, initial_state=None, use_qk_l2norm_in_kernel=False, **kwargs):
+    """transformers' ``torch_chunk_gated_delta_rule`` and ``torch_recurrent_gated_delta_rule`` (``query``, ``key``
+    ``[B, S, Hk, Dk]``, ``value [B, S, Hv, Dv]``, ``g`` (log decay), ``beta`` ``[B, S, Hv]``), from the recurrent
+    state of the layer that asked for it (``initial_state`` is None: see ``get_recurrent_state``)."""
+    dtype = query.dtype
+    heads = value.shape[2]
+    if key.shape[2] != heads:  # each query/key head serves heads // key heads consecutive value heads
+        query, key = (t.repeat_interleave(heads // key.shape[2], dim=2) for t in (query, key))
+    query, key, value, beta, g = (t.transpose(1, 2).float() for t in (query, key, value, beta, g))
+    if use_qk_l2norm_in_kernel:
+        query, key = (t * torch.rsqrt((t * t).sum(-1, keepdim=True) + 1e-6) for t in (query, key))
+    query = query / (query.shape[-1] ** 0.5)
+    state = cache.state("recurrent", cache.recurrent_layer)
+    start = cache.fresh(state).float() if initial_state is None else initial_state.float()
+    out, last = delta_rule.gated_delta_rule(query, key, value, g, beta, start)
+    return out.transpose(1, 2).to(dtype), last
+
+
 _REPLACEMENTS = {
     "causal_conv1d_forward": _conv_forward,
     "mamba_scan_forward": _mamba_scan,
     "mamba2_scan_forward": _mamba2_scan,
+    "torch_chunk_gated_delta_rule": _delta_rule,
+    "torch_recurrent_gated_delta_rule": _delta_rule,
 }
+_DELTA_RULES = {"torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule"}  # given the cache (a partial)
 _LOCK = threading.Lock()  # one replacement at a time: the functions are module globals
 
 
 @contextlib.contextmanager
-def _replaced(model):
-    """The model's modeling modules run this file's state functions while the block lasts."""
+def _replaced(model, cache):
+    """The model's modeling modules run this file's state functions while the block lasts (a delta rule bound to
+    ``cache``: transformers passes it none)."""
     with _LOCK:
         saved = []
         try:
             for name, namespaces in _functions(model).items():
                 for namespace in namespaces.values():
                     saved.append((namespace, name, namespace[name]))
-                    namespace[name] = _REPLACEMENTS[name]
+                    replacement = _REPLACEMENTS[name]
+                    namespace[name] = functools.partial(replacement, cache) if name in _DELTA_RULES else replacement
             yield
         finally:
             for namespace, name, original in reversed(saved):
