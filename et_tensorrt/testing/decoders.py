@@ -64,6 +64,7 @@ def executorch_llama(
     quantize: str = "",
     dim: int = 64,
     context: int = MAX_CONTEXT,
+    model_args: dict | None = None,
 ) -> Decoder:
     """``quantize``: a torchao case of ``quantized_models`` (``"8da4w"``, ``"int4_weight_only"``, ...) applied to
     the model before export, as ExecuTorch's LLM export does (``-qmode``); eager is then what the engine computes
@@ -86,6 +87,7 @@ def executorch_llama(
         max_batch_size=1,
         use_kv_cache=True,
         enable_dynamic_shape=dynamic,
+        **(model_args or {}),
     )
     torch.manual_seed(0)
     model = construct_transformer(args).eval().requires_grad_(False).to(dtype)
@@ -107,7 +109,8 @@ def executorch_llama(
 
     program = export([3, 5, 7] if dynamic else [3], dynamic)
 
-    cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if "kv_cache" in n)
+    states = tuple(n for n, _ in model.named_buffers() if n.endswith(("_cache", "_state")))
+    cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n in states)
     return Decoder(
         f"executorch llama ({'enable_dynamic_shape' if dynamic else 'static'}"
         + ("" if dtype == torch.float32 else f", {str(dtype).replace('torch.', '')}")
@@ -119,7 +122,28 @@ def executorch_llama(
         dynamic,
         cache,
         export,
+        states,
     )
+
+
+# examples/models/llama's ModelArgs of a Qwen3.5 (examples/models/qwen3_5: its Llama2Model reads them from the HF
+# config): gated-delta-net layers (a conv and a recurrent state each) and full attention layers (gated queries,
+# q/k norms, partial rotary), tiny
+QWEN3_5_ARGS = dict(
+    head_dim=16, layer_types=["linear_attention", "full_attention"], linear_conv_kernel_dim=4, linear_key_head_dim=8,
+    linear_value_head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, use_q_gate=True, use_qk_norm=True,
+    qk_norm_before_rope=True, use_hf_rope=True, partial_rotary_factor=0.25, rms_norm_add_unit_offset=True,
+)  # fmt: skip
+
+
+def executorch_qwen3_5(dynamic: bool = False, vocab: int = VOCAB) -> Decoder:
+    """ExecuTorch's Qwen3.5 (examples/models/qwen3_5: the llama Transformer with Gated DeltaNet layers), with the
+    custom ops library loaded as its export script has it: the recurrence is ``llama.gated_delta_rule``."""
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+
+    decoder = executorch_llama(dynamic, vocab=vocab, model_args=QWEN3_5_ARGS)
+    decoder.name = decoder.name.replace("executorch llama", "executorch qwen3_5")
+    return decoder
 
 
 def hf_inputs(tokens, start):
@@ -191,10 +215,22 @@ def _recurrent_config(family: str, vocab: int = VOCAB):
         return t.Lfm2Config(
             **common, **attention, intermediate_size=64, conv_L_cache=3, layer_types=["conv", "full_attention"]
         )
-    raise ValueError(f"no recurrent family {family!r}: mamba, mamba2, bamba, falcon_h1 or lfm2")
+    # a gated delta net (a conv and a recurrent state), then gated attention; Qwen3-Next and Qwen3.5-MoE: MoE MLPs
+    delta = {"layer_types": ["linear_attention", "full_attention"], "head_dim": 8, "linear_conv_kernel_dim": 4}
+    delta.update(linear_key_head_dim=8, linear_value_head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4)
+    experts = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+    if family == "qwen3_next":
+        return t.Qwen3NextConfig(
+            **common, **attention, **delta, **experts, intermediate_size=64, shared_expert_intermediate_size=32
+        )
+    if family == "qwen3_5":
+        return t.Qwen3_5TextConfig(**common, **attention, **delta, intermediate_size=64)
+    if family == "qwen3_5_moe":
+        return t.Qwen3_5MoeTextConfig(**common, **attention, **delta, **experts, shared_expert_intermediate_size=32)
+    raise ValueError(f"no recurrent family {family!r}: one of {', '.join(RECURRENT_FAMILIES)}")
 
 
-RECURRENT_FAMILIES = ("mamba", "mamba2", "bamba", "falcon_h1", "lfm2")
+RECURRENT_FAMILIES = ("mamba", "mamba2", "bamba", "falcon_h1", "lfm2", "qwen3_next", "qwen3_5", "qwen3_5_moe")
 
 
 class _HFEager(torch.nn.Module):
