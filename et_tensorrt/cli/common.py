@@ -112,18 +112,37 @@ def quiet_native_stderr(debug: bool):
 
 class _LogToStderr(logging.Handler):
     """The backend's progress ("engine i/n: ...") and the runtime's notes ("runs with PyTorch on cpu"), on stderr:
-    a copy of it taken when the block starts, so that quiet_native_stderr inside the block does not hide them."""
+    a copy of it taken when the block starts, so that quiet_native_stderr inside the block does not hide them.
+    Between :meth:`hold_notes` and :meth:`show_held` (text streaming to stdout: ``generate``) the notes wait, so
+    that none lands inside the text on a terminal."""
 
     def __init__(self, level: int, stream):
         super().__init__(level)
         self.stream = stream
+        self._held: list[str] | None = None
 
     def emit(self, record):
         message = record.getMessage()
         if message.startswith("et_tensorrt: "):
             message = message[len("et_tensorrt: ") :]
         level = "" if record.levelno <= logging.INFO else f"{record.levelname.lower()}: "
-        print(f"  [et_tensorrt] {level}{message}", file=self.stream, flush=True)
+        line = f"  [et_tensorrt] {level}{message}"
+        if self._held is not None:
+            self._held.append(line)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def hold_notes(self) -> None:
+        if self._held is None:
+            self._held = []
+
+    def show_held(self) -> list[str]:
+        """Shows the notes held since :meth:`hold_notes` (and the next ones as they come); returns them. (Not
+        ``release``: logging.Handler's lock has that name.)"""
+        held, self._held = self._held or [], None
+        for line in held:
+            print(line, file=self.stream, flush=True)
+        return held
 
 
 def _stderr_copy():
@@ -145,8 +164,9 @@ def backend_log(debug: bool):
     logger.setLevel(handler.level)
     logger.propagate = False
     try:
-        yield
+        yield handler  # generate holds its notes while the text streams (hold_notes, show_held)
     finally:
+        handler.show_held()
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate

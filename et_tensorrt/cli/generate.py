@@ -55,15 +55,34 @@ def _runner_kind(pte: str) -> str:
     return "MethodsDriver" if two or SAMPLING_METHODS[0] in names else "TextLLMRunner"
 
 
-def _show_pieces():
-    """A callback printing each piece (bytes) at once; a UTF-8 character split across pieces waits for its end."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+class _Text:
+    """The text on stdout as it is generated: the prompt when the first piece comes (the load's notices, such as
+    the fallback to PyTorch, are on stderr before it), then each piece (bytes) at once, a UTF-8 character split
+    across pieces waiting for its end. Notices that come while it streams are held and shown once it ends, on a
+    line of their own: never inside the text."""
 
-    def show(piece: bytes) -> None:
-        sys.stdout.write(decoder.decode(piece))
+    def __init__(self, prompt: str, notes):
+        self._prompt, self._notes, self._started = prompt, notes, False
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            sys.stdout.write(self._prompt)
+            self._notes.hold_notes()
+
+    def piece(self, piece: bytes) -> None:
+        self._start()
+        sys.stdout.write(self._decoder.decode(piece))
         sys.stdout.flush()
 
-    return show
+    def end(self) -> None:
+        """The text is done, its line ended (a generation of no token still shows its prompt); the held notices
+        follow it."""
+        self._start()
+        sys.stdout.write(self._decoder.decode(b"", final=True) + "\n")
+        sys.stdout.flush()
+        self._notes.show_held()
 
 
 def _bytes_line(steps, counted: str) -> str:
@@ -122,12 +141,13 @@ def cmd_generate(args) -> int:
         with quiet_native_stderr(args.debug):  # ExecuTorch's load-time log lines (its errors arrive as exceptions)
             make = {"MultimodalRunner": MultimodalGenerator, "Transcriber": Transcriber}.get(kind, TextGenerator)
             generator = make(args.pte, args.tokenizer, data_path=data)
-        if kind != "Transcriber":
-            print(args.prompt, end="", flush=True)
-        with backend_log(args.debug):  # the drivers' Runner notes where it runs ("runs with PyTorch on cpu")
-            result = generator.generate(args.prompt or "", max_new_tokens=limit, on_token=_show_pieces(), **options)
+        with backend_log(args.debug) as notes:  # the drivers' Runner notes where it runs ("runs with PyTorch on cpu")
+            text = _Text("" if kind == "Transcriber" else args.prompt, notes)
+            try:
+                result = generator.generate(args.prompt or "", max_new_tokens=limit, on_token=text.piece, **options)
+            finally:
+                text.end()
     except (RunnerError, InputShapeError, OptionError) as e:
-        print(flush=True)
         raise CliError(str(e)) from e
     if args.debug:
         print(generator.log, end="")
@@ -140,7 +160,7 @@ def cmd_generate(args) -> int:
     prompt = "decoder prompt" if kind == "Transcriber" else "prompt"
     how = f"\ntokens: {result.sampling}" if result.sampling else ""
     print(
-        f"\n\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
+        f"\n{result.prompt_tokens} {prompt} token(s), {result.generated_tokens} generated in {result.seconds:.3f} s "
         f"({result.tokens_per_second:.0f} tokens/s) by {result.by or by}; the KV cache stays in the "
         f"delegate{how}"
     )

@@ -96,6 +96,40 @@ def test_cli_generate(llm, run_cli):
     ), result.stdout
 
 
+@pytest.mark.slow
+def test_the_fallback_notice_comes_before_the_text_never_inside_it(llm):
+    """Issue 54 row 4: on a terminal stdout and stderr are one stream; without a GPU the fallback notice, logged when
+    TextLLMRunner first loads its methods (after the prompt was printed), split the text. A fresh process whose
+    stderr is its stdout, as a terminal shows them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    ours, _, tokenizer = llm
+    repo = str(Path(et_tensorrt.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+    env.pop("ET_TENSORRT_FALLBACK", None)
+    args = ("generate", ours, "--tokenizer", tokenizer, "--prompt", "the cat", "--max-new-tokens", 6)
+    shown = subprocess.run(
+        [sys.executable, "-m", "et_tensorrt", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert shown.returncode == 0, shown.stdout
+    out = shown.stdout
+    text = out[out.index("the cat") : out.index(" prompt token(s), ")]  # the prompt, its continuation, a blank line
+    assert "[et_tensorrt]" not in text and "note: " not in text and text.endswith("\n\n2"), out
+    assert "[et_tensorrt]" not in out[out.index(" prompt token(s), ") :], out  # none held back for the end here
+    if not torch.cuda.is_available():  # the notice this was about, before the text
+        assert "  [et_tensorrt] warning: partition runs with PyTorch on cpu" in out[: out.index("the cat")], out
+
+
 def test_program_without_llm_methods_is_refused(llm, tmp_path):
     _, _, tokenizer = llm
     plain = tmp_path / "plain.pte"
