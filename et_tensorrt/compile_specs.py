@@ -43,6 +43,9 @@ CUDA_GRAPH = "et_tensorrt.cuda_graph"
 # Set by the partitioner: JSON, per symbol: the range declared at export and the user's opt sizes
 # (et_tensorrt.builder.profiles.DynamicDim).
 DYNAMIC_DIMS = "et_tensorrt.dynamic_dims"
+# Set by the partitioner: JSON, the names of the method's inputs in the program it was lowered from (keywords, else
+# placeholders: partition/method_inputs.py), kept in the .pte so that `run --inputs` takes what `check --inputs` does.
+METHOD_INPUT_NAMES = "et_tensorrt.method_input_names"
 # Set by the partitioner per partition, for build progress lines ("engine 2/5").
 PARTITION_INDEX = "et_tensorrt.partition_index"
 PARTITION_COUNT = "et_tensorrt.partition_count"
@@ -309,7 +312,7 @@ class BuildOptions:
 
 
 # Every key a compile spec of ours may carry (anything else is warned about by preprocess).
-PARTITIONER_KEYS = (EXECUTION_DEVICE, PARTITION_INDEX, PARTITION_COUNT, DYNAMIC_DIMS)
+PARTITIONER_KEYS = (EXECUTION_DEVICE, PARTITION_INDEX, PARTITION_COUNT, DYNAMIC_DIMS, METHOD_INPUT_NAMES)
 KNOWN_KEYS = frozenset(BuildOptions.keys().values()) | frozenset(PARTITIONER_KEYS)
 
 

@@ -7,13 +7,13 @@ inputs file holds them in that order, or as a dict by input name (keyword inputs
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 
 from ..inspection import format_spec
+from ..partition.method_inputs import decode_names, keyword_names, user_input_names
 from .common import CliError
 
 VALUE_TYPES = (bool, int, float)  # the Python values ExecuTorch takes as method inputs (Bool, Int, Double)
@@ -56,26 +56,6 @@ class InputSpec(NamedTuple):
 def describe_specs(specs: Sequence[InputSpec]) -> str:
     """``x float32(2, 16), y int64(8)``: what a program takes, in order."""
     return ", ".join(f"{s.name} {s.text()}" if s.name else s.text() for s in specs)
-
-
-def keyword_names(spec_json: str) -> list[str | None]:
-    """Per flat input, its keyword when it is one of the spec's keyword inputs (``(args, kwargs)``, torch's treespec
-    JSON, as a .pt2 and a .pte record it), else None. ``[]`` when the spec cannot be read."""
-
-    def leaves(node) -> int:
-        children = node.get("children_spec") or []
-        return 1 if node.get("type") is None else sum(leaves(c) for c in children)
-
-    try:
-        root = json.loads(spec_json)[1]
-        args, kwargs = root["children_spec"]
-        names: list[str | None] = [None] * leaves(args)
-        keys = json.loads(kwargs["context"]) if kwargs.get("type") == "builtins.dict" else []
-        for key, child in zip(keys, kwargs["children_spec"], strict=True):
-            names += [key] if child.get("type") is None else [None] * leaves(child)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return []
-    return names
 
 
 def load_inputs(path: str) -> list | dict:
@@ -173,14 +153,11 @@ def program_input_specs(program) -> list[InputSpec]:
     the program's declared dim ranges (``range_constraints``), a value input (``ConstantArgument``) with its value.
     Named by its keyword where it is a keyword input, else by its placeholder."""
     from torch.export.graph_signature import ConstantArgument, InputKind
-    from torch.utils._pytree import treespec_dumps
 
     values = {n.name: n.meta.get("val") for n in program.graph.nodes if n.op == "placeholder"}
     user = [s.arg for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
-    keywords = keyword_names(treespec_dumps(program.call_spec.in_spec)) if program.call_spec.in_spec else []
     specs = []
-    for i, arg in enumerate(user):
-        name = (keywords[i] if len(keywords) == len(user) else None) or arg.name
+    for name, arg in zip(user_input_names(program), user, strict=True):
         val = arg.value if isinstance(arg, ConstantArgument) else values.get(arg.name)
         if isinstance(val, VALUE_TYPES):
             specs.append(InputSpec(name, (), None, value=val))
@@ -258,16 +235,32 @@ def check_pte_inputs(inputs: Sequence, specs: Sequence[InputSpec], method: str =
             )
 
 
+def recorded_input_names(plan) -> list[str]:
+    """A .pte method's input names, as the program it was lowered from named them (what ``check --inputs`` takes):
+    recorded by our partitioner in its delegates' compile specs; else the pytree spec's keywords ("" for a
+    positional input), all the .pte itself records."""
+    from ..compile_specs import METHOD_INPUT_NAMES
+
+    for delegate in plan.delegates:
+        for key, value in delegate.compile_specs:
+            if key == METHOD_INPUT_NAMES:
+                names = decode_names(bytes(value))
+                if len(names) == len(plan.inputs):
+                    return names
+    keywords = keyword_names(plan.input_spec) if plan.input_spec else []
+    return [name or "" for name in keywords]
+
+
 def pte_input_specs(path: str, plan) -> list[InputSpec]:
     """A .pte method's inputs as its plan records them: for a dynamic tensor the sizes are the upper bound memory
     was planned for (whether a dim is dynamic is not recorded); a value input holds its value."""
     from ..inspection import scalar_name
 
-    keywords = keyword_names(plan.input_spec) if plan.input_spec else []
+    names = recorded_input_names(plan)
     specs = []
     for i, index in enumerate(plan.inputs):
         value = plan.values[index]
-        name = (keywords[i] if len(keywords) == len(plan.inputs) else None) or ""
+        name = names[i] if len(names) == len(plan.inputs) else ""
         if value.value is not None:
             specs.append(InputSpec(name, (), None, value=value.value))
             continue

@@ -19,6 +19,7 @@ from ..compile_specs import (
     BACKEND_ID,
     DYNAMIC_DIMS,
     EXECUTION_DEVICE,
+    METHOD_INPUT_NAMES,
     PARTITION_COUNT,
     PARTITION_INDEX,
     BuildOptions,
@@ -29,6 +30,7 @@ from ..quantization import qdq
 from . import device_rules, pre_decomposition, quantized
 from .argument_limits import argument_refusal
 from .dynamic_dims import declared_ranges, input_dim_ranges, pinned_dims, resolve_opt_sizes
+from .method_inputs import encode_names, user_input_names
 from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
 from .size_rule import symbolic_crossings
@@ -344,10 +346,11 @@ class TensorRTPartitioner(Partitioner):
             )
 
     def _specs(self, tags: dict[str, str], exported_program) -> dict[str, DelegationSpec]:
-        """One DelegationSpec per partition: the shared options, the dynamic dims and "engine i/n" for build
-        progress."""
+        """One DelegationSpec per partition: the shared options, the dynamic dims, the method's input names (as
+        the program before ``to_edge`` names them) and "engine i/n" for build progress."""
         ordered = sorted(set(tags.values()), key=lambda t: int(t[len(TAG_PREFIX) :]))
         shared = dict(self._dynamic_dims_spec(exported_program))
+        shared[METHOD_INPUT_NAMES] = encode_names(user_input_names(self._source_program or exported_program))
         return {
             tag: DelegationSpec(
                 BACKEND_ID,
