@@ -1,9 +1,9 @@
 """Models whose state is not (only) a KV cache, exported by ``export_causal_lm`` (et_tensorrt/llm/recurrent.py): HF
-Mamba (conv and SSM states), Bamba (Mamba2 and attention layers) and LFM2 (short convolutions and attention) as
-``prefill``/``decode`` programs: one partition per method, every state the delegate's and shared by both methods,
-updated in place (0 state bytes a step, only the tokens and logits moving), 16 tokens as HF's own eager decodes
-them; ``Runner.reset`` makes every state its initial zeros again. Mamba2 and FalconH1 are checked eagerly (the same
-functions, the same exporter)."""
+Mamba (conv and SSM states), Bamba (Mamba2 and attention layers), LFM2 (short convolutions and attention), Qwen3-Next
+and Qwen3.5 (gated delta nets and attention) as ``prefill``/``decode`` programs: one partition per method, every
+state the delegate's and shared by both methods, updated in place (0 state bytes a step, only the tokens and logits
+moving), 16 tokens as HF's own eager decodes them; ``Runner.reset`` makes every state its initial zeros again.
+Mamba2, FalconH1 and Qwen3.5-MoE are checked eagerly (the same functions, the same exporter)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,11 @@ PROMPT = 4
 TOLERANCE = 1e-4  # fp32 against eager fp32
 
 
-@pytest.fixture(scope="module", params=["mamba", "bamba", "lfm2"])
+# the gated delta nets (Qwen3-Next with MoE MLPs, Qwen3.5): a lowering of 2 minutes each on a CPU
+GATED_DELTA_NETS = [pytest.param(family, marks=pytest.mark.slow) for family in ("qwen3_next", "qwen3_5")]
+
+
+@pytest.fixture(scope="module", params=["mamba", "bamba", "lfm2", *GATED_DELTA_NETS])
 def lowered(request, tmp_path_factory):
     """One program of the three methods the runners call: ``forward`` (TextLLMRunner's, a dynamic length) and
     ``prefill``/``decode``, all binding the same states; its vocabulary a byte-level tokenizer's."""
@@ -74,7 +78,7 @@ def test_reset_makes_every_state_zeros_again(lowered):
     assert float((runner.run(token, method="decode")[0] - from_zeros).abs().max()) == 0.0
 
 
-@pytest.mark.parametrize("family", ["mamba2", "falcon_h1"])
+@pytest.mark.parametrize("family", ["mamba2", "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_moe"])
 def test_the_exported_module_computes_what_hf_computes(family):
     """The module export_causal_lm exports, run eagerly: a prompt, single tokens, a whole sequence in one call (several
     chunks of the scan) and a continuation of several tokens from a state (which HF's own Mamba path cannot do)."""
@@ -96,18 +100,19 @@ def test_the_exported_module_computes_what_hf_computes(family):
 
 
 def test_a_model_no_exporter_takes_is_one_error_naming_what_to_do():
-    """Qwen3-Next's gated delta net keeps its recurrent state with its own code: refused by name, before any export."""
-    from transformers import AutoModelForCausalLM, Qwen3NextConfig
+    """Kimi Linear's delta attention (a decay per key channel) keeps its recurrent state with its own code: refused by
+    name, before any export."""
+    from transformers import AutoModelForCausalLM, KimiLinearConfig
 
-    config = Qwen3NextConfig(
+    config = KimiLinearConfig(
         vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-        intermediate_size=32, layer_types=["linear_attention", "full_attention"], num_experts=0,
+        intermediate_size=32, pad_token_id=0, bos_token_id=0, eos_token_id=1,
     )  # fmt: skip
     with pytest.raises(TypeError) as e:
         export_causal_lm(AutoModelForCausalLM.from_config(config))
     assert str(e.value).startswith(
-        "export_causal_lm cannot export Qwen3NextForCausalLM: its recurrent layers (linear_attention: "
-        "Qwen3NextGatedDeltaNet) keep their state with other functions than transformers' causal_conv1d_forward"
+        "export_causal_lm cannot export KimiLinearForCausalLM: its recurrent layers (linear_attention: "
+        "KimiLinearDeltaAttention) keep their state with other functions than transformers' causal_conv1d_forward"
     ) and "export the model with torch.export yourself and lower it with et_tensorrt.lower" in str(e.value)
 
 
