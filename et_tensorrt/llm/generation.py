@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..errors import RunnerError
 from .constants import SAMPLING_METHODS, _method_names, missing_methods
+from .tokenizer_identity import check_tokenizer
 
 
 def _check_files(model, tokenizer, data_path) -> None:
@@ -302,6 +303,7 @@ class TextGenerator:
                 f"{os.fspath(model)} is not an LLM program TextLLMRunner can drive: it has no method(s) "
                 f"{', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
             )
+        check_tokenizer(pte, model, tokenizer)
         self._files = (model, tokenizer, data_path)
         self._driver: MethodsDriver | None = None  # generates the sampled sequences (above)
         self._holder: str | None = None  # which of the two holds the current sequence: "runner", "driver", None
@@ -506,9 +508,13 @@ class MethodsDriver:
                 f"{os.fspath(model)} is not an LLM program of prefill and decode methods, nor of forward: it has no "
                 f"method(s) {', '.join(missing)}; lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
             )
+        check_tokenizer(pte, model, tokenizer)
         self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
         self._runner = Runner(pte, data_path=data_path)
         self.signature, self._context, self._eos = _program_facts(pte, decoding, names)
+        for method in dict.fromkeys((self.signature.prefill, self.signature.decode)):
+            # loaded now, as TextLLMRunner's load() loads its method: a generation's seconds are its calls'
+            self._runner.load_method(method)
         self._position = 0
         self._bytes = _byte_decoder()
         self.log = ""

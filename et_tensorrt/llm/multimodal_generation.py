@@ -34,6 +34,7 @@ from .generation import (
     _native_generate,
     _stopped,
 )
+from .tokenizer_identity import check_tokenizer
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}
 _PROCESSORS = {VISION_ENCODER: IMAGE_PROCESSOR, AUDIO_ENCODER: FEATURE_EXTRACTOR}
@@ -59,6 +60,7 @@ class MultimodalGenerator:
                 f"{os.fspath(model)} is not a program MultimodalRunner can drive: it has no method(s) "
                 f"{', '.join(missing)}; export it with et_tensorrt.llm.export_multimodal"
             )
+        check_tokenizer(pte, model, tokenizer)
         # per encoder: its input's sizes and the tokens its output takes in the cache
         self.encoders = {
             name: (plans[name].values[plans[name].inputs[0]].sizes, plans[name].values[plans[name].outputs[0]].sizes[1])
