@@ -92,6 +92,8 @@ class Transcriber:
         self.constants = {n: list(v) if n in lists else v[0] for n, v in zip(wanted, _constants(pte, *wanted))}
         self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
         self._runner = Runner(model, data_path=data_path)  # mapped from the file
+        for method in ("encoder", "decoder"):  # loaded now, as MethodsDriver's are: a transcript's time is its calls'
+            self._runner.load_method(method)
         self._extractor = None
         self.last_tokens: list[int] = []
         self.log = ""

@@ -170,6 +170,17 @@ class Runner:
                 self._loaded.add(method)
         return list(results)
 
+    def load_method(self, method: str = "forward") -> None:
+        """Loads ``method`` now (its delegates choose their executors and load their engines or programs), as
+        ExecuTorch's ``Module.load_method`` does; otherwise it loads on its first call. The LLM drivers load theirs
+        when they are made, as TextLLMRunner's ``load()`` does, so that a generation's time is its calls'."""
+        native = self._require()
+        with self._lock:
+            if method not in self._loaded:
+                with policy(self._prepare):
+                    native.num_inputs(method)  # loads the method (ProgramRunner::ensure_loaded)
+                self._loaded.add(method)
+
     @property
     def last_plan(self) -> _C.MethodPlan | None:
         """The plan of this Runner's last call (also after a failed call): each method input and output end to end,

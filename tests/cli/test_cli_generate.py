@@ -262,3 +262,27 @@ def test_an_end_of_sequence_token_ends_the_text_unprinted(llm, llm_export):
     driven = MethodsDriver(ours, tokenizer).generate(prompt, max_new_tokens=24)
     assert driven.ended_at_eos and driven.generated_tokens == result.generated_tokens
     assert _printed(driven.text) == _printed(result.text)
+
+
+def test_methods_driver_loads_when_made_and_calls_once_a_token(llm, monkeypatch):
+    """MethodsDriver loads its methods when it is made, as TextLLMRunner's load() does (no executor is made while
+    it generates: its seconds are its calls'), and makes one Runner call per token, however many are asked for."""
+    from et_tensorrt.llm import MethodsDriver
+    from et_tensorrt.runtime import executors
+
+    made = []
+    real = executors.pytorch_executor
+    monkeypatch.setattr(executors, "pytorch_executor", lambda *a: made.append(a) or real(*a))
+    ours, _, tokenizer = llm
+    driver = MethodsDriver(ours, tokenizer)
+    assert made  # the delegate chose its executor when the driver loaded the method
+    made.clear()
+    calls = []
+    run = driver._runner.run
+    monkeypatch.setattr(driver._runner, "run", lambda *a, **k: calls.append(k.get("method")) or run(*a, **k))
+    for asked in (4, 12):
+        driver.reset()
+        calls.clear()
+        result = driver.generate("the cat", max_new_tokens=asked)
+        assert len(calls) == result.generated_tokens  # the prompt's call chose the first token
+    assert made == []
