@@ -181,6 +181,43 @@ def _records_cuda(path: str) -> bool:
         return False
 
 
+def _derived_input_dims(program) -> list[tuple]:
+    """(``x dim 1 = 20*s60 in 4000..32000``, its range) for each user input dim that is a derived dim
+    (``20 * Dim("samples")``): an expression of a symbol, not a symbol."""
+    import sympy
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    user = {s.arg.name for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    found = []
+    for node in program.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" and node.name in user else None
+        for i, size in enumerate(getattr(val, "shape", ())):
+            expr = size.node.expr if isinstance(size, torch.SymInt) else None
+            if expr is not None and expr.free_symbols and not isinstance(expr, sympy.Symbol):
+                bounds = program.range_constraints.get(expr)
+                span = f" in {bounds.lower}..{bounds.upper}" if bounds is not None else ""
+                found.append((f"{node.name} dim {i} = {expr}{span}", bounds))
+    return found
+
+
+def _refuse_derived_dims(path: str, program) -> None:
+    """torch 2.13's ``torch.export.load`` rebuilds a derived input dim so that the program cannot be decomposed
+    (``run_decompositions``, which every lowering runs: "AssertionError: expected sympy.Symbol"); the same program
+    straight from ``torch.export.export`` lowers."""
+    derived = _derived_input_dims(program)
+    if derived:
+        bounds = next((b for _, b in derived if b is not None), None)
+        direct = f"Dim('samples', min={bounds.lower}, max={bounds.upper})" if bounds is not None else "Dim(...)"
+        raise CliError(
+            f"{path} has a derived dynamic dim ({'; '.join(text for text, _ in derived)}), which a program read "
+            "back by torch.export.load cannot be lowered with (torch's run_decompositions fails on it: 'expected "
+            "sympy.Symbol'): lower the ExportedProgram torch.export.export returns from Python "
+            f"(et_tensorrt.save('model.pte', program)), or export that dim directly ({direct}, not a multiple of "
+            "another Dim) and save again"
+        )
+
+
 def load_program(path: str):
     """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
     import torch
@@ -189,7 +226,11 @@ def load_program(path: str):
     register_saved_nodes(path)
     with _load_log() as records:
         try:
-            return torch.export.load(path)
+            program = torch.export.load(path)
+            _refuse_derived_dims(path, program)
+            return program
+        except CliError:
+            raise
         except Exception as e:
             if not torch.cuda.is_available() and _records_cuda(path):
                 raise CliError(

@@ -206,3 +206,40 @@ def test_a_program_torch_cannot_load_names_why(files, capsys):
     code, line = main_err(capsys, "explain", files / "broken.pt2")
     assert code == cli.EXIT_ERROR
     assert "broken.pt2' could not be loaded by torch.export.load (" in line and "warnings above" not in line
+
+
+class _Frames(torch.nn.Module):
+    """Audio in frames of 20 samples (as Wav2Vec2's feature extractor reads it): its length a multiple of 20."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(1, 4, kernel_size=20, stride=20)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x.unsqueeze(1)))
+
+
+def test_a_saved_program_with_a_derived_dim_says_what_to_do(files, capsys):
+    """Issue 54 row 2: torch.export.load rebuilds a derived dim (``20 * Dim``) so that decomposing the program fails
+    ("AssertionError: expected sympy.Symbol"); the command says why and what to do instead. The same range as a
+    dim of its own loads."""
+    from torch.export import Dim
+
+    example = (torch.randn(1, 8000),)
+    derived = {"x": {1: 20 * Dim("_samples", min=200, max=1600)}}
+    torch.export.save(torch.export.export(_Frames(), example, dynamic_shapes=derived), files / "frames.pt2")
+    code, line = main_err(capsys, "lower", files / "frames.pt2", "-o", files / "frames.pte")
+    assert code == cli.EXIT_ERROR and "expected sympy.Symbol" in line and "Traceback" not in line
+    assert line.startswith(
+        f"error: {files / 'frames.pt2'} has a derived dynamic dim (x dim 1 = 20*s"
+    ) and line.endswith(
+        "lower the ExportedProgram torch.export.export returns from Python (et_tensorrt.save('model.pte', program)), "
+        "or export that dim directly (Dim('samples', min=4000, max=32000), not a multiple of another Dim) and save "
+        "again"
+    )
+    direct = {"x": {1: Dim("samples", min=4000, max=32000)}}
+    torch.export.save(torch.export.export(_Frames(), example, dynamic_shapes=direct), files / "direct.pt2")
+    assert cli.main(["lower", str(files / "direct.pt2"), "-o", str(files / "direct.pte")]) in (
+        0,
+        4,
+    )  # 4: none delegated
