@@ -45,6 +45,7 @@ class EngineCheck:
 class CheckResult:
     outputs: Comparison  # the program as run here against eager PyTorch
     engines: list[EngineCheck]
+    decode: object = None  # check_decode.DecodeCheck: an LLM program's tokens decoded against eager's
 
     @property
     def engines_executed(self) -> int:
@@ -57,7 +58,8 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         onnx_ok = all(e.onnx is None or e.onnx.passed for e in self.engines)
-        return self.outputs.passed and onnx_ok and all(e.verified for e in self.engines)
+        decoded = self.decode is None or self.decode.passed
+        return self.outputs.passed and onnx_ok and all(e.verified for e in self.engines) and decoded
 
     def _largest(self, attr: str) -> float | None:
         values = [getattr(self.outputs, attr)] + [getattr(e.onnx, attr) for e in self.engines if e.onnx]
@@ -73,10 +75,14 @@ class CheckResult:
                     problems += [f"{e.label} ONNX: {p}" for p in e.onnx.failures()]
                 elif not e.verified:
                     problems.append(f"{e.label}: neither run by TensorRT nor checked here ({e.onnx_note})")
+            if self.decode is not None:
+                problems += self.decode.failures()
             return "check FAILED: " + "; ".join(problems)
         text = f"check passed: TensorRT ran {self.engines_executed} of {n} engine(s) here"
         if self.onnx_checked:
             text += f"; the ONNX of {self.onnx_checked} matched eager PyTorch on your inputs"
+        if self.decode is not None:
+            text += f"; {self.decode.summary()}"
         return text
 
     def notes(self) -> list[str]:
@@ -124,6 +130,7 @@ class CheckResult:
                     }
                     for e in self.engines
                 ],
+                "decode": None if self.decode is None else self.decode.to_json(),
                 "summary": self.summary(),
                 "notes": self.notes(),
             },
@@ -201,23 +208,51 @@ def _check_engine(index, blob, count, calls, exports, tolerances, named=None) ->
         return EngineCheck(label, True, executor, reason, None, "the program did not call this partition")
     if recorded is None:
         return EngineCheck(label, True, executor, reason, None, "no ONNX recorded for it in this lowering")
-    expected = call.outputs if call.executor == "pytorch" else _eager(blob, call.inputs, named)
+    # A stateful partition's ONNX takes the states as trailing inputs and returns their new values as trailing
+    # outputs: fed and compared as the call found and left them (the delegate binds them itself).
+    if call.executor == "pytorch":
+        expected = call.outputs + call.states_after
+    else:
+        expected = _eager(blob, call.inputs, call.states_before, named)
     # numpy has no bfloat16: onnxruntime hands such outputs back widened to float32.
     expected = [e.float() if e.dtype == torch.bfloat16 else e for e in expected]
+    inputs, order = _engine_order(blob, recorded.export, call.inputs)
     try:
-        got = run_onnx(recorded.export, call.inputs)
+        got = run_onnx(recorded.export, inputs + call.states_before)
+        got = [got[i] for i in order] + got[len(order) :]
     except ValidationError as e:
         return EngineCheck(label, True, executor, reason, None, str(e))
     return EngineCheck(label, True, executor, reason, compare(expected, got, tolerances), "")
 
 
-def _eager(blob, inputs: list, named=None) -> list:
+def _engine_order(blob, export, inputs: list) -> tuple[list, list[int]]:
+    """The call's ``inputs`` in the order of the engine's ONNX, and for each of the call's outputs the ONNX output
+    it is. A method that runs another method's engine (backend/engine_sharing.py: ``decode`` runs ``prefill``'s)
+    binds its arguments by the engine's names, in an order of its own; otherwise the orders are the same."""
+    from ..format.blob import ROLE_OUTPUT
+
+    mine_in = [e.name for e in blob.io if e.role != ROLE_OUTPUT]
+    mine_out = [e.name for e in blob.io if e.role == ROLE_OUTPUT]
+    theirs_in = [i.name for i in export.delegate_inputs]
+    theirs_out = [o.name for o in export.delegate_outputs]
+    if not blob.metadata.get("engine_shared_with") or sorted(mine_in) != sorted(theirs_in):
+        return list(inputs), list(range(len(mine_out)))
+    if len(set(mine_in)) != len(mine_in) or sorted(mine_out) != sorted(theirs_out):
+        return list(inputs), list(range(len(mine_out)))
+    return [inputs[mine_in.index(name)] for name in theirs_in], [theirs_out.index(name) for name in mine_out]
+
+
+def _eager(blob, inputs: list, states: list, named=None) -> list:
     """The partition's own program with PyTorch on the host (the reference where TensorRT ran it), loaded by
-    the runtime's safe loader (its weights out of the program's named data where they live there)."""
+    the runtime's safe loader (its weights out of the program's named data where they live there), its states
+    (the blob's STATE table) as the call found them: its outputs, then the states' new values."""
     from ..embedded_program import load_program
 
     module = load_program(blob, named).module(check_guards=False)
     module.validate_inputs = False  # the Runner's plan checked the inputs against the blob's dim ranges
+    for entry, value in zip(blob.states, states, strict=True):
+        module.get_buffer(entry.name).copy_(value)
     with torch.no_grad():
         result = module(*inputs)
-    return list(result) if isinstance(result, (tuple, list)) else [result]
+    result = list(result) if isinstance(result, (tuple, list)) else [result]
+    return result + [module.get_buffer(entry.name).clone() for entry in blob.states]

@@ -4,6 +4,7 @@ Arguments arrive checked (parser.py); each command loads, works and prints."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import sys
@@ -13,6 +14,7 @@ import torch
 
 from ..parity import QUANTIZED_SHARE, Tolerances, for_precision, for_quantized
 from .check import run_and_check
+from .check_decode import decode_and_check, decoding_methods
 from .common import (
     EXIT_MISMATCH,
     EXIT_OK,
@@ -23,8 +25,10 @@ from .common import (
     load_runtime,
     quiet_native_stderr,
 )
+from .constant_methods import constant_methods
 from .data_file import beside, data_file
 from .display import print_plan, print_tensors, timing
+from .eager import EagerProgram
 from .inputs import (
     arrange,
     check_inputs,
@@ -47,17 +51,15 @@ def _eager(module, args, kwargs=None) -> list:
         return pytree.tree_leaves(module(*args, **(kwargs or {})))
 
 
-def _eager_program(program, inputs: list) -> list:
-    """An ExportedProgram on its flat inputs, called as it was exported (positional and keyword inputs)."""
-    from torch.utils import _pytree as pytree
-
-    args, kwargs = pytree.tree_unflatten(list(inputs), program.call_spec.in_spec)
-    return _eager(program.module(), args, kwargs)
+def _request(args, programs, source: str) -> LoweringRequest:
+    """The lowering the options ask for, with the constant methods given or carried by the programs."""
+    methods = constant_methods(args.constant_methods, programs, source)
+    return dataclasses.replace(LoweringRequest.from_args(args), constant_methods=methods)
 
 
 def cmd_lower(args) -> int:
     program, path = load_programs(args.program)
-    request = LoweringRequest.from_args(args)
+    request = _request(args, program, path)
     lower_program(program, request, args.debug, source=path, output=args.output)
     return EXIT_OK
 
@@ -109,6 +111,7 @@ def _check(args, keep_result: bool = False):
     method = method_to_check(args.program, args.method)
     given = load_inputs(args.inputs) if args.inputs else None
     programs, source = load_programs(args.program)
+    request = _request(args, programs, source)
     program = programs[method] if isinstance(programs, dict) else programs
     specs = program_input_specs(program)
     if given is None:
@@ -117,7 +120,7 @@ def _check(args, keep_result: bool = False):
     else:
         inputs = arrange(given, specs, "the program")
         check_inputs(inputs, specs)
-    expected = _eager_program(program, inputs)
+    expected = EagerProgram(programs).run(inputs, method)  # on copies of the buffers: the lowering reads the programs
     lowered = lower_program(programs, request, args.debug, source=source, record=True)
     if args.output:
         write_program(args.output, lowered.data)
@@ -130,6 +133,10 @@ def _check(args, keep_result: bool = False):
         )
     load_runtime(args.debug)
     result = run_and_check(lowered.data, inputs, expected, lowered.exports, tolerances, args.debug, method)
+    if args.decode_tokens and decoding_methods(lowered.data):  # an LLM program: tokens through its methods too
+        result.decode = decode_and_check(
+            lowered.data, programs, lowered.exports, tolerances, args.decode_tokens, args.seed, args.debug
+        )
     print("\n".join(result.notes() + [result.summary()]))
     status = EXIT_OK if result.passed else EXIT_MISMATCH
     return (status, result) if keep_result else status

@@ -23,6 +23,7 @@ class LoweringRequest:
     zero_copy_inputs: bool = True
     allow_no_delegate: bool = False
     cuda_graph: bool | tuple[str, ...] = False  # every method, or the methods named (lower's cuda_graph)
+    constant_methods: dict | None = None  # added to the program (cli/constant_methods.py decides them)
 
     @classmethod
     def from_args(cls, args) -> LoweringRequest:
@@ -116,6 +117,7 @@ def lower_program(
                     torch_executed_ops=request.torch_executed_ops,
                     progress=progress,
                     cuda_graph=request.cuda_graph if isinstance(request.cuda_graph, bool) else list(request.cuda_graph),
+                    constant_methods=request.constant_methods,
                 )
                 if output is None:
                     data = manager.buffer

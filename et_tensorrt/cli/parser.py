@@ -131,6 +131,22 @@ def _output_file(text: str) -> str:
     return text
 
 
+def _constant_methods(text: str) -> dict:
+    """``--constant-methods``: a JSON object (ExecuTorch's export_llama takes its ``--metadata`` so), checked."""
+    import json
+
+    from ..llm.constants import check_constant_methods
+
+    try:
+        methods = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e}): give an object, e.g. '{{\"get_bos_id\": 1}}'") from None
+    try:
+        return check_constant_methods(methods, "--constant-methods")
+    except OptionError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--constant-methods: ")) from None
+
+
 def _target_arch(text: str) -> str:
     """An architecture name the installed builder can target (``sm86``); ``current`` is judged with the device."""
     from .. import trt
@@ -306,6 +322,14 @@ def _lowering_options(p: argparse.ArgumentParser, *, full: bool = True) -> None:
         "their shapes repeat: one launch per decode step (default off; ET_TENSORRT_CUDA_GRAPH=on|off at run time)",
     )
     p.add_argument(
+        "--constant-methods",
+        type=_constant_methods,
+        metavar="JSON",
+        help="methods that return a value, added to the program as a JSON object of name -> value (the LLM "
+        "methods `generate` reads: et_tensorrt.llm.llm_methods); default: those the .pt2 files carry "
+        "(et_tensorrt.llm's exporters record them), given here they replace them",
+    )
+    p.add_argument(
         "--allow-no-delegate",
         action="store_true",
         help="accept a lowering that delegates nothing (default: exit status 4)",
@@ -425,6 +449,14 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
         )
     p.add_argument("-o", "--output", type=_output_file, metavar="PTE", help="also write the lowered .pte here")
     p.add_argument("--json", action="store_true", help="print one JSON object (the results) instead of the text")
+    p.add_argument(
+        "--decode-tokens",
+        type=_at_least_zero,
+        default=4,
+        metavar="N",
+        help="an LLM program (its LLM constant methods): tokens decoded through its methods against the exported "
+        "programs run eagerly, every call compared (default 4; 0: none)",
+    )
     _lowering_options(p)
 
     p = sub.add_parser("generate", help="generate text from a prompt: ExecuTorch's TextLLMRunner runs the .pte")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._quiet import quiet
-from .constants import llm_methods
+from .constants import carry, llm_methods
 from .sampling import Sampling, export_sampled, sampling_methods
 
 
@@ -117,6 +117,7 @@ def export_causal_lm(
     )
     if head is not None:
         constants.update(sampling_methods(head))
+    carry(programs, constants)  # so that a torch.export.save file says them too (`et-tensorrt lower` reads them)
     return ExportedLM(programs, constants, length, vocab, head)
 
 

@@ -72,3 +72,50 @@ def llm_methods(
     }
     assert set(methods) == set(REQUIRED_METHODS)
     return methods
+
+
+# Where an exporter's programs carry their constant methods: the ExportedProgram's graph_module.meta["custom"],
+# which torch.export.save writes into the .pt2 (as JSON) and torch.export.load reads back, so that a program saved
+# with torch.export.save alone still says what ExecuTorch's runners need (`et-tensorrt lower` adds them).
+CARRIED = "et_tensorrt.constant_methods"
+
+
+def check_constant_methods(methods, what: str = "constant methods") -> dict:
+    """``methods`` (name -> value) as ExecuTorch's ``to_edge(constant_methods=...)`` takes them from JSON: a bool, an
+    int, a float, a str, or a non-empty list of ints or of floats per name; one OptionError saying what is wrong."""
+    from ..errors import OptionError
+
+    if not isinstance(methods, dict) or not methods:
+        raise OptionError(f"{what}: give a JSON object of method name -> value, e.g. {_EXAMPLE}")
+    checked = {}
+    for name, value in methods.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise OptionError(f"{what}: {name!r} is not a method name (a Python identifier)")
+        if isinstance(value, list) and value and all(type(v) in (int, float) for v in value):
+            # a list of ints, else of floats (an int among floats read as one)
+            checked[name] = value if all(type(v) is int for v in value) else [float(v) for v in value]
+        elif type(value) in (bool, int, float, str):
+            checked[name] = value
+        else:
+            raise OptionError(
+                f"{what}: {name}={value!r}: a method returns a bool, an int, a float, a string, or a non-empty "
+                "list of ints or of floats"
+            )
+    return checked
+
+
+_EXAMPLE = '\'{"get_max_seq_len": 128, "get_vocab_size": 32000, "get_bos_id": 1, "get_eos_ids": [2]}\''
+
+
+def carry(programs, methods: dict) -> None:
+    """Records ``methods`` in each ExportedProgram of ``programs`` (one, or a mapping of them) for
+    torch.export.save (:data:`CARRIED`)."""
+    for program in programs.values() if hasattr(programs, "values") else [programs]:
+        program.graph_module.meta.setdefault("custom", {})[CARRIED] = dict(methods)
+
+
+def carried(program) -> dict | None:
+    """The constant methods an ExportedProgram carries (:func:`carry`; kept by torch.export.save/load), or None."""
+    custom = program.graph_module.meta.get("custom") or {}
+    methods = custom.get(CARRIED)
+    return dict(methods) if isinstance(methods, dict) else None

@@ -32,6 +32,7 @@ from .constants import (
     TEXT_DECODER,
     TOKEN_EMBEDDING,
     VISION_ENCODER,
+    carry,
     llm_methods,
 )
 
@@ -217,6 +218,7 @@ def export_multimodal(
 
     key = IMAGE_PROCESSOR if encoder == VISION_ENCODER else FEATURE_EXTRACTOR
     constants[key] = processor_to_json(processor)
+    carry(programs, constants)  # so that torch.export.save files say them too (`et-tensorrt lower` reads them)
     return ExportedMultimodal(programs, constants, length, text.vocab_size, encoder, tokens, processor)
 
 

@@ -27,6 +27,7 @@ import torch
 
 from .._quiet import quiet
 from ..errors import OptionError
+from .constants import carry
 
 
 @dataclass(frozen=True)
@@ -289,4 +290,6 @@ def export_encoder_decoder(
         feature_extractor=feature_extractor,
         decoder_prompt_ids=decoder_prompt_ids,
     )
-    return ExportedSeq2Seq({"encoder": encoder_program, "decoder": decoder_program}, constants, spec)
+    programs = {"encoder": encoder_program, "decoder": decoder_program}
+    carry(programs, constants)  # so that torch.export.save files say them too (`et-tensorrt lower` reads them)
+    return ExportedSeq2Seq(programs, constants, spec)

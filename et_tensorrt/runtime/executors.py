@@ -26,7 +26,7 @@ import os
 import threading
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -463,6 +463,10 @@ class DelegateCall:
     reason: str  # why not TensorRT ("" when TensorRT ran)
     inputs: list[torch.Tensor | int]  # an int for a size argument
     outputs: list[torch.Tensor]
+    # the delegate's states (the blob's STATE table, in its order) as the call found them and as it left them: the
+    # engine's trailing inputs and outputs (backend/state_lifting.py), which the delegate binds itself
+    states_before: list[torch.Tensor] = field(default_factory=list)
+    states_after: list[torch.Tensor] = field(default_factory=list)
 
 
 _recorders: list[list[DelegateCall]] = []  # the active record_calls() lists
@@ -485,14 +489,19 @@ class _Recorded:
 
     native = None  # every call goes through run() below, so it can be recorded
 
-    def __init__(self, executor, partition: str, lists: list[list[DelegateCall]]):
-        self._executor, self._partition, self._lists = executor, partition, lists
+    def __init__(self, executor, partition: str, lists: list[list[DelegateCall]], states: list[str]):
+        self._executor, self._partition, self._lists, self._state_names = executor, partition, lists, states
         self.path = f"{getattr(executor, 'path', executor.kind)}, recorded through Python"
 
     def __getattr__(self, name):  # device, kind, writes_in_place, reason: the C++ handle reads them
         return getattr(self._executor, name)
 
+    def _states(self) -> list[torch.Tensor]:
+        now = self._executor.state if self._state_names else {}
+        return [now[name].detach().to("cpu", copy=True) for name in self._state_names]
+
     def run(self, inputs, outputs):
+        before = self._states()
         results = self._executor.run(inputs, outputs)
         call = DelegateCall(
             self._partition,
@@ -500,6 +509,8 @@ class _Recorded:
             self._executor.reason,
             [t if isinstance(t, int) else t.detach().to("cpu", copy=True) for t in inputs],
             [t.detach().to("cpu", copy=True) for t in results],
+            before,
+            self._states(),
         )
         for calls in self._lists:
             calls.append(call)
@@ -519,7 +530,9 @@ def _scope(parsed: dict) -> tuple[int, str]:
 
 
 def _recorded(executor, blob: Blob):
-    return _Recorded(executor, program_digest(blob), list(_recorders)) if _recorders else executor
+    if not _recorders:
+        return executor
+    return _Recorded(executor, program_digest(blob), list(_recorders), [e.name for e in blob.states])
 
 
 _engines = shared.Registry()  # (program scope, engine key, device) -> (engine, origin) its methods' delegates run
