@@ -17,42 +17,17 @@ from .progress import notice
 
 
 def _runner_kind(pte: str) -> str:
-    """ "TextLLMRunner", "MethodsDriver", "MultimodalRunner" or "Transcriber", from the method names alone; CliError
-    for a program none can run."""
+    """ "TextLLMRunner", "MethodsDriver", "MultimodalRunner" or "Transcriber" (et_tensorrt.llm.opening, the choice
+    the Python API makes too), from the method names alone; CliError for a program none can run."""
     from .. import inspection
-    from ..format.pte_tables import PteTableError, method_names
-    from ..llm.constants import SAMPLING_METHODS, is_multimodal, missing_methods
+    from ..errors import RunnerError
+    from ..format.pte_tables import PteTableError
+    from ..llm.opening import driver_kind
 
     try:
-        flatbuffer = inspection.read_flatbuffer(pte)
-        names = set(method_names(flatbuffer))
-    except (inspection.NotAProgramError, PteTableError) as e:
+        return driver_kind(inspection.read_flatbuffer(pte), pte)
+    except (inspection.NotAProgramError, PteTableError, RunnerError) as e:
         raise CliError(str(e)) from e
-    if is_multimodal(names):
-        missing = missing_methods(flatbuffer, ("token_embedding", "text_decoder"))
-        if missing:
-            raise CliError(f"{pte} lacks the method(s) {', '.join(missing)} MultimodalRunner reads: export it with "
-                           "et_tensorrt.llm.export_multimodal")  # fmt: skip
-        return "MultimodalRunner"
-    if {"encoder", "decoder"} <= names:
-        from ..llm import speech
-
-        missing = [n for n in speech.SEQ2SEQ_METHODS if n not in names]
-        if missing:
-            raise CliError(
-                f"{pte} is an encoder-decoder program without the constant method(s) {', '.join(missing)}: export "
-                "it with et_tensorrt.llm.export_encoder_decoder and lower what it returns (they come with it)"
-            )
-        return "Transcriber"
-    two = {"prefill", "decode"} <= names and "forward" not in names
-    missing = missing_methods(flatbuffer, ("prefill", "decode") if two else ("forward",))
-    if missing:
-        raise CliError(
-            f"{pte} is not an LLM program `generate` can run: it has no method(s) {', '.join(missing)} (it has "
-            f"{', '.join(sorted(names)) or 'none'}); lower it with constant_methods=et_tensorrt.llm.llm_methods(...)"
-        )
-    # TextLLMRunner reads float logits: a program choosing its token in the engine is driven by MethodsDriver
-    return "MethodsDriver" if two or SAMPLING_METHODS[0] in names else "TextLLMRunner"
 
 
 class _Text:
@@ -118,7 +93,7 @@ def cmd_generate(args) -> int:
     data = data_file(args.pte, args.data)
     load_torch(args.debug)
     from ..errors import InputShapeError, OptionError, RunnerError
-    from ..llm import MultimodalGenerator, TextGenerator, Transcriber
+    from ..llm.opening import driver_class
     from ..llm.sampling import Sampling
 
     asked = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p}
@@ -139,8 +114,7 @@ def cmd_generate(args) -> int:
     limit = args.max_new_tokens or (None if kind == "Transcriber" and media else 16)
     try:
         with quiet_native_stderr(args.debug):  # ExecuTorch's load-time log lines (its errors arrive as exceptions)
-            make = {"MultimodalRunner": MultimodalGenerator, "Transcriber": Transcriber}.get(kind, TextGenerator)
-            generator = make(args.pte, args.tokenizer, data_path=data)
+            generator = driver_class(kind)(args.pte, args.tokenizer, data_path=data)
         with backend_log(args.debug) as notes:  # the drivers' Runner notes where it runs ("runs with PyTorch on cpu")
             text = _Text("" if kind == "Transcriber" else args.prompt, notes)
             try:

@@ -12,6 +12,8 @@ and runtime, and the drivers that generate with them.
   :class:`MultimodalGenerator` drives it, ``multimodal_generation``);
 * ``generation``: text from a prompt (:class:`TextGenerator`: ExecuTorch's ``TextLLMRunner``; :class:`MethodsDriver`:
   ``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`);
+* ``opening``: which driver generates with a program, chosen from its method names (:func:`open_generator`, what
+  ``et-tensorrt generate`` and :class:`TextGenerator` both use);
 * ``sampling``: the next token chosen inside the program (:class:`Sampling`, a head any causal exporter adds), and
   ``token_loop``: each call's token fed to the next.
 
@@ -41,6 +43,7 @@ _HOME = {
     "MethodsDriver": "generation",
     "TextGenerator": "generation",
     "Sampling": "sampling",
+    "open_generator": "opening",
 }
 
 __all__ = [
@@ -60,6 +63,7 @@ __all__ = [
     "export_prefill_decode",
     "llm_methods",
     "missing_methods",
+    "open_generator",
 ]
 assert set(__all__) == set(_HOME)
 
@@ -69,6 +73,7 @@ if TYPE_CHECKING:
     from .generation import Generation, MethodsDriver, TextGenerator
     from .multimodal import ExportedMultimodal, export_multimodal
     from .multimodal_generation import MultimodalGenerator
+    from .opening import open_generator
     from .sampling import Sampling
     from .seq2seq import ExportedSeq2Seq, export_encoder_decoder
     from .transcribe import Transcriber

@@ -275,10 +275,16 @@ class TextGenerator:
     same ``forward`` (the path that takes a seed: the same text for the same seed), greedy ones by TextLLMRunner."""
 
     def __new__(cls, model, tokenizer, data_path=None):
-        if cls is TextGenerator and os.path.isfile(model):
+        if cls is TextGenerator and os.path.isfile(model):  # the driver the command line chooses too
+            from .opening import METHODS_DRIVER, driver_kind
+
             with open(model, "rb") as f:
-                names = _method_names(f.read())
-            if ({"prefill", "decode"} <= names and "forward" not in names) or SAMPLING_METHODS[0] in names:
+                pte = f.read()
+            try:
+                kind = driver_kind(pte, os.fspath(model))
+            except RunnerError:  # __init__ refuses it, saying what a one-forward program lacks
+                kind = None
+            if kind == METHODS_DRIVER:
                 return MethodsDriver(model, tokenizer, data_path)
         return super().__new__(cls)
 
