@@ -67,6 +67,10 @@ class OptionError(ValueError):
     """An option's value is not valid (``lower(precision="fp8")``); raised before any work is done."""
 
 
+class DynamicRangeWarning(UserWarning):
+    """A dynamic dim the lowered program takes over less than the range it was exported with."""
+
+
 class PlacementWarning(UserWarning):
     """A node's device would otherwise have been dropped (it is kept on the host instead)."""
 

@@ -1,6 +1,9 @@
 """Inputs whose dynamic dims are derived (``Dim("h") * 16``, as vision models declare them) lower: the engine
 profile is the derived range, and the program runs at other sizes of that form."""
 
+import re
+import warnings
+
 import torch
 
 from et_tensorrt.format import blob as B
@@ -52,3 +55,46 @@ def test_an_engine_fed_a_computed_size_gets_its_range_and_runs():
     tester.check_host_nodes(["aten_slice_copy_tensor"])
     for n in (9, 17, 40, 100):
         tester.run_runner(torch.randn(2, n)).check_parity(tolerances=ASSERT_CLOSE_FP32)
+
+
+class Frames(torch.nn.Module):
+    """Audio read in frames of 20 samples, as Wav2Vec2's feature extractor does: its length a multiple of 20."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(1, 4, kernel_size=20, stride=20)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x.unsqueeze(1)))
+
+
+def _lowered_frames(dim):
+    import et_tensorrt
+    from et_tensorrt.errors import DynamicRangeWarning
+
+    torch.manual_seed(0)
+    program = torch.export.export(Frames().eval(), (torch.randn(1, 8000),), dynamic_shapes={"x": {1: dim}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner = et_tensorrt.Runner(et_tensorrt.lower(program, min_block_size=1))
+    return runner, [str(w.message) for w in caught if issubclass(w.category, DynamicRangeWarning)]
+
+
+def test_a_derived_dim_narrowed_by_to_edge_is_said_with_the_range_kept():
+    """Issue 54 row 1: ``20 * Dim(min=200, max=1600)`` (up to 32,000 samples) comes out of ExecuTorch's to_edge with
+    its symbol kept to 1024 (20,480 samples), which the program's planned input then holds to: the lowering says so,
+    naming the dim and the range kept, and the sizes it names are the ones the program takes."""
+    import pytest
+
+    from et_tensorrt.errors import InputShapeError
+
+    runner, said = _lowered_frames(20 * torch.export.Dim("_samples", min=200, max=1600))
+    assert len(said) == 1 and re.search(
+        r"x dim 1 = 20\*s\d+: declared 4000\.\.32000, kept 4000\.\.(\d+)\. The program takes inputs up to the kept "
+        r"sizes",
+        said[0],
+    ), said
+    kept = int(re.search(r"kept 4000\.\.(\d+)", said[0]).group(1))
+    assert runner.run([torch.randn(1, kept)])[0].shape == (1, 4, kept // 20)
+    with pytest.raises(InputShapeError, match=rf"takes at most \(1, {kept}\)"):
+        runner.run([torch.randn(1, kept + 20)])
