@@ -34,9 +34,14 @@ the host, which chooses (greedy, then seeded sampling), against the token chosen
 sampling=...)``), fed to the next call as it is: bytes per decode step both ways, and whether the tokens are the same
 (``--next-token-only [llama] [qwen3]``: that table alone).
 
+Then tokens/s of each LLM driver per program kind (forward, prefill/decode, sampled in the engine, MoE, recurrent,
+speech), beside TextLLMRunner on the same llama's one-``forward`` program and the sum of the driver's own
+``Runner.run`` calls (``--drivers-only``: that table alone; ``OMP_NUM_THREADS=1`` on a shared machine).
+
 Then a projection for Llama-3.2-1B (the cache bytes a call moves before and after, from its config).
 
     python scripts/bench_decode.py [--tokens 18] [--json out.json] [--memory-only] [--next-token-only [KIND ...]]
+                                   [--drivers-only]
 """
 
 from __future__ import annotations
@@ -360,6 +365,148 @@ def llama_1b_projection() -> dict:
     return {"cache_bytes": cache, "before_per_token": 2 * cache + logits, "after_per_token": logits}
 
 
+@dataclass
+class DriverRow:
+    kind: str  # the program kind
+    model: str
+    driver: str
+    tokens: int = 0
+    tokens_per_s: float = 0.0  # the driver's own count: its generated tokens over its generate's seconds
+    calls_tokens_per_s: float | None = None  # the same tokens over the sum of its Runner.run calls' seconds
+    overhead: float | None = None  # the driver's seconds over its calls' (1.0: the loop adds nothing)
+    error: str = ""
+
+
+def _driven(driver, generate, repeats: int = 3) -> tuple[int, float, float | None]:
+    """(tokens, best tokens/s, best tokens/s of its Runner.run calls alone) over ``repeats`` generations, each
+    from the start, after one to warm up; the calls are timed in separate runs (the wrapper costs a little)."""
+    generate()
+    best = 0.0
+    for _ in range(repeats):
+        driver.reset()
+        result = generate()
+        best = max(best, result.tokens_per_second)
+    runner = getattr(driver, "_runner", None)
+    if runner is None or not hasattr(runner, "run") or type(runner).__name__ != "Runner":
+        return result.generated_tokens, best, None
+    run, spent = runner.run, []
+
+    def timed(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - began)
+
+    runner.run = timed
+    calls = 0.0
+    try:
+        for _ in range(repeats):
+            driver.reset()
+            spent.clear()
+            result = generate()
+            calls = max(calls, result.generated_tokens / sum(spent))
+    finally:
+        del runner.run
+    return result.generated_tokens, best, calls
+
+
+def drivers_table(tokens: int = 64) -> list[DriverRow]:
+    """Tokens/s of each LLM driver per program kind, side by side with TextLLMRunner on the same llama's one-
+    ``forward`` program and with the sum of each driver's own Runner.run calls, in one run."""
+    from et_tensorrt.llm import (
+        MethodsDriver,
+        Sampling,
+        TextGenerator,
+        Transcriber,
+        export_causal_lm,
+        export_encoder_decoder,
+        export_prefill_decode,
+        llm_methods,
+    )
+    from et_tensorrt.testing import moe_models, speech
+
+    folder = tempfile.mkdtemp(prefix="bench_drivers_")
+    tokenizer = os.path.join(folder, "tokenizer.json")
+    vocab = decoders.byte_level_tokenizer(tokenizer)
+    context = 2 * tokens + 16
+    methods = llm_methods(max_seq_len=context, vocab_size=vocab, bos_id=0, eos_ids=[1])
+    llama = "executorch llama (1 layer, dim 64)"
+
+    def llama_model():
+        return decoders.executorch_llama(dynamic=True, layers=1, vocab=vocab, context=context)
+
+    def save(name, program, constant_methods):
+        path = os.path.join(folder, f"{name}.pte")
+        with open(path, "wb") as f:
+            f.write(et_tensorrt.lower(program, constant_methods=constant_methods))
+        return path
+
+    def hf(make, sampling=None, methods="prefill_decode"):
+        def build():
+            lm = export_causal_lm(make(), methods=methods, max_seq_len=context, eos_ids=[1], sampling=sampling)
+            return lm.programs, lm.constant_methods
+
+        return build
+
+    tiny = lambda: decoders.hf_tiny_causal_lm("llama", vocab=vocab, context=context)  # noqa: E731
+    cases = [  # (kind, model, driver, build -> (program, constant methods))
+        ("forward", llama, TextGenerator, lambda: (llama_model().program, methods)),
+        ("forward", llama, MethodsDriver, lambda: (llama_model().program, methods)),
+        ("prefill/decode", llama, MethodsDriver, lambda: (export_prefill_decode(llama_model().eager), methods)),
+        ("prefill/decode", "HF Llama (1 layer, hidden 32)", MethodsDriver, hf(tiny)),
+        ("sampled (T 0.8, in the engine)", "HF Llama (1 layer, hidden 32)", MethodsDriver,
+         hf(tiny, Sampling(temperature=0.8))),
+        ("MoE", "HF Qwen3-MoE (1 layer)", MethodsDriver,
+         hf(lambda: moe_models.hf_moe("qwen3_moe", layers=1, vocab=vocab).eval())),
+        ("recurrent", "HF Mamba (2 layers, hidden 32)", MethodsDriver, hf(lambda: _mamba(vocab), methods="forward")),
+    ]  # fmt: skip
+    rows = []
+    for kind, model, driver, build in cases:
+        row = DriverRow(kind, model, driver.__name__)
+        try:
+            path = save(f"{len(rows)}", *build())
+            made = driver(path, tokenizer)
+            row.driver = type(made).__name__.replace("TextGenerator", "TextLLMRunner (TextGenerator)")
+            generate = lambda: made.generate("the cat", max_new_tokens=tokens)  # noqa: E731
+            row.tokens, row.tokens_per_s, row.calls_tokens_per_s = _driven(made, generate)
+        except Exception as e:  # noqa: BLE001 - the row says what failed
+            row.error = f"{type(e).__name__}: {e}"[:200]
+        rows.append(row)
+    row = DriverRow("speech (encoder once, decoder a token a call)", "HF Whisper (2+2 layers, d 64)", "Transcriber")
+    try:
+        path = os.path.join(folder, "whisper.pte")
+        et_tensorrt.save(path, export_encoder_decoder(speech.whisper(vocab), max_cache_len=32))
+        wav = speech.sine_wav(os.path.join(folder, "tone.wav"))
+        made = Transcriber(path, tokenizer)
+        generate = lambda: made.transcribe(wav, max_new_tokens=tokens)  # noqa: E731
+        row.tokens, row.tokens_per_s, row.calls_tokens_per_s = _driven(made, generate)
+    except Exception as e:  # noqa: BLE001
+        row.error = f"{type(e).__name__}: {e}"[:200]
+    rows.append(row)
+    for row in rows:
+        if row.calls_tokens_per_s:
+            row.overhead = row.calls_tokens_per_s / row.tokens_per_s
+    print(f"\nLLM drivers, {tokens} tokens asked, greedy unless said (torch threads: {torch.get_num_threads()})")
+    print("| program kind | model | driver | tokens | tokens/s | its Runner.run calls alone | driver / calls |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r.error:
+            print(f"| {r.kind} | {r.model} | {r.driver} | FAILED: {r.error} | | | |")
+            continue
+        calls = f"{r.calls_tokens_per_s:,.0f}" if r.calls_tokens_per_s else "— (C++ runner)"
+        over = f"{r.overhead:.2f}x" if r.overhead else "—"
+        print(f"| {r.kind} | {r.model} | {r.driver} | {r.tokens} | {r.tokens_per_s:,.0f} | {calls} | {over} |")
+    return rows
+
+
+def _mamba(vocab: int):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(decoders._recurrent_config("mamba", vocab)).eval()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=18)
@@ -368,8 +515,15 @@ def main() -> int:
     parser.add_argument(
         "--next-token-only", nargs="*", metavar="KIND", help="only the next-token table (of llama, qwen3: default both)"
     )
+    parser.add_argument("--drivers-only", action="store_true", help="only the LLM drivers' tokens/s table")
     args = parser.parse_args()
     tokens = TOKENS[: args.tokens]
+    if args.drivers_only:
+        rows = drivers_table()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"drivers": [asdict(r) for r in rows]}, f, indent=1)
+        return 1 if any(r.error for r in rows) else 0
     if args.memory_only:
         return 1 if any(r.error for r in memory_table()) else 0
     if args.next_token_only is not None:
