@@ -36,6 +36,10 @@ ROUNDS = ((1_103_515_245, 12_345), (69_621, 2_718_281), (48_271, 3_141_592))
 DRAW_BITS = 24  # float32 holds every multiple of 2**-24 in [0, 1) exactly
 _FOLD = 65_536  # x // 2**16: the high bits of a residue folded into its low ones
 _SHIFT = 128  # x // 2**7: a residue's top 24 bits
+# A sampled head's inputs after the step's tokens and positions, in order (int64 [1] but for the float32 [1] ones):
+# 56 bytes a decode step with the token and its position in and the token out.
+CHOICE_INPUTS = ("seed", "counter", "temperature", "top_k", "top_p")
+_ALL = 2**62  # top_k 0 as the head's input: past every rank
 
 
 @dataclass(frozen=True)
@@ -140,21 +144,46 @@ def draw_value(seed: int, counter: int) -> float:
 
 
 def choose(logits: torch.Tensor, sampling: Sampling, seed=None, counter=None) -> torch.Tensor:
-    """The next token (int64 ``[1, 1]``) from the last position's ``logits`` (``[..., vocab]``). Traced into the
-    program by :class:`SampledLM`; the drivers run it on the host for a program that returns logits, so a seed gives
-    the same tokens either way."""
+    """The next token (int64 ``[1, 1]``) from the last position's ``logits`` (``[..., vocab]``) with ``sampling``:
+    what the drivers run on the host for a program that returns logits (the head's function, :func:`choose_by`, with
+    the choices as tensors), so a seed gives the same tokens either way."""
     last = logits.reshape(-1, logits.shape[-1])[-1:].to(torch.float32)  # [1, vocab]
     if sampling.greedy:
         return torch.argmax(last, dim=-1, keepdim=True)
-    values, ids = torch.topk(last / sampling.temperature, sampling.candidates(last.shape[-1]), dim=-1)
-    probs = torch.softmax(values, dim=-1)  # sorted, largest first: top-k renormalized
+    ranks = sampling.candidates(last.shape[-1])
+    return choose_by(logits, ranks, *choice_inputs(sampling), seed, counter)
+
+
+def choice_inputs(sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``sampling`` as the head's inputs: temperature (float32 ``[1]``), top-k (int64 ``[1]``; top_k 0, the whole
+    vocabulary, keeps every token the head ranks) and top-p (float32 ``[1]``)."""
+    return (
+        torch.tensor([sampling.temperature], dtype=torch.float32),
+        torch.tensor([sampling.top_k or _ALL], dtype=torch.int64),
+        torch.tensor([sampling.top_p], dtype=torch.float32),
+    )
+
+
+def choose_by(logits, ranks: int, temperature, top_k, top_p, seed, counter) -> torch.Tensor:
+    """The next token (int64 ``[1, 1]``) from the last position's ``logits``, the choices given as tensors (traced
+    into the program by :class:`SampledLM`, so one program serves every request): ``temperature`` 0, the argmax
+    exactly; else a draw among the ``top_k`` likeliest (1 .. ``ranks``) whose mass first reaches ``top_p``. TensorRT's
+    TopK takes its k when the engine is built, so the head ranks ``ranks`` tokens (the most a request may ask) and
+    masks those past the request's ``top_k``."""
+    last = logits.reshape(-1, logits.shape[-1])[-1:].to(torch.float32)  # [1, vocab]
+    greedy = torch.argmax(last, dim=-1, keepdim=True)
+    warm = temperature.reshape(1, 1) > 0
+    values, ids = torch.topk(last / torch.where(warm, temperature.reshape(1, 1), 1.0), ranks, dim=-1)
+    in_k = torch.arange(ranks).reshape(1, ranks) < top_k.reshape(1, 1)  # the first top_k of the sorted ones
+    probs = torch.softmax(torch.where(in_k, values, float("-inf")), dim=-1)  # sorted, largest first: renormalized
     cumulative = torch.cumsum(probs, dim=-1)
-    kept = (cumulative - probs) < sampling.top_p  # the mass before a token is short of top_p: the first always
+    kept = ((cumulative - probs) < top_p.reshape(1, 1)) & in_k  # the mass before a token is short of top_p
     last_kept = kept.to(torch.int64).sum(dim=-1, keepdim=True) - 1  # kept tokens are a prefix of the sorted ones
     point = draw(seed, counter) * torch.gather(cumulative, -1, last_kept)  # the kept mass, renormalized by scaling
     # inverse CDF: the first kept token whose cumulative probability passes the point
     below = ((cumulative <= point) & kept).to(torch.int64).sum(dim=-1, keepdim=True)
-    return torch.gather(ids, -1, torch.minimum(below, last_kept))
+    sampled = torch.gather(ids, -1, torch.minimum(below, last_kept))
+    return torch.where(warm, sampled, greedy)
 
 
 def _logits_of(output) -> torch.Tensor:
@@ -170,10 +199,12 @@ def _logits_of(output) -> torch.Tensor:
 
 class SampledLM(torch.nn.Module):
     """``model`` (a causal LM step: ``call(model, tokens, positions)`` returns its logits) with the sampling head:
-    ``forward(tokens, positions)`` (greedy) or ``forward(tokens, positions, seed, counter)`` returns the chosen token,
-    int64 ``[1, 1]``, and with ``sampling.logits`` the model's logits after it. ``seed`` and ``counter`` are int64
-    ``[1]``: draw ``counter`` of ``seed``. Export it as the model (its buffers, the KV cache, are the model's, named
-    under ``model.``)."""
+    ``forward(tokens, positions)`` (greedy) or ``forward(tokens, positions, seed, counter, temperature, top_k,
+    top_p)`` returns the chosen token, int64 ``[1, 1]``, and with ``sampling.logits`` the model's logits after it.
+    ``seed`` and ``counter`` are int64 ``[1]``: draw ``counter`` of ``seed``; ``temperature`` (0: the argmax),
+    ``top_k`` (1 .. ``sampling.candidates(vocab)``, the tokens the head's TopK ranks) and ``top_p`` are the request's
+    (:func:`choice_inputs`); ``sampling`` gives the program's defaults. Export it as the model (its buffers, the KV
+    cache, are the model's, named under ``model.``)."""
 
     def __init__(self, model: torch.nn.Module, sampling: Sampling, call=None):
         super().__init__()
@@ -181,17 +212,25 @@ class SampledLM(torch.nn.Module):
         self.sampling = sampling
         self._call = call or (lambda m, tokens, positions: m(tokens, positions))
 
-    def forward(self, tokens, positions, seed=None, counter=None):
+    def forward(self, tokens, positions, seed=None, counter=None, temperature=None, top_k=None, top_p=None):
         logits = _logits_of(self._call(self.model, tokens, positions))
-        token = choose(logits, self.sampling, seed, counter)
+        if self.sampling.greedy:
+            token = choose(logits, self.sampling)
+        else:
+            ranks = self.sampling.candidates(logits.shape[-1])
+            token = choose_by(logits, ranks, temperature, top_k, top_p, seed, counter)
         return (token, logits) if self.sampling.logits else token
 
 
 def export_sampled(model, sampling: Sampling, call, example: tuple, dynamic_shapes=None, strict: bool = False):
     """``torch.export`` of ``model`` under the head (:class:`SampledLM`), what a causal exporter calls to add it:
-    ``example`` and ``dynamic_shapes`` are the step's (tokens, positions) and theirs; the seed and the counter (for
-    a draw) are static int64 ``[1]`` inputs after them."""
-    extra = () if sampling.greedy else (torch.zeros(1, dtype=torch.int64), torch.zeros(1, dtype=torch.int64))
+    ``example`` and ``dynamic_shapes`` are the step's (tokens, positions) and theirs; a sampled head's inputs follow,
+    static (:data:`CHOICE_INPUTS`): the seed and the counter of the draw, then the request's temperature, top-k and
+    top-p."""
+    extra = ()
+    if not sampling.greedy:
+        zero = torch.zeros(1, dtype=torch.int64)
+        extra = (zero, zero.clone(), *choice_inputs(sampling))
     shapes = None if dynamic_shapes is None else (*dynamic_shapes, *(None for _ in extra))
     head = SampledLM(model, sampling, call)
     return torch.export.export(head, (*example, *extra), dynamic_shapes=shapes, strict=strict)

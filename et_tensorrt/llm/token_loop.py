@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sampling import Sampling, choose
+from .sampling import Sampling, choice_inputs, choose
 
 
 @dataclass(frozen=True)
@@ -17,13 +17,19 @@ class Signature:
     """How an LLM program's methods are called: ``prefill`` takes the prompt (in one call when ``whole_prompt``,
     else a token a call), ``decode`` one token; ``start_only``: the second input is the start position (ExecuTorch's
     llama), else every token's position (HF's ``cache_position``); ``head``: the token the methods choose (None:
-    they return logits), with ``seed`` and ``counter`` inputs unless greedy."""
+    they return logits), with ``seed`` and ``counter`` inputs unless greedy, then (``choices``) the request's
+    temperature, top-k and top-p (:data:`~.sampling.CHOICE_INPUTS`; a program made before they were inputs fixed them
+    at export); ``ranks``: how many tokens such a head ranks (the most top-k a request asks; 0: not known), of a
+    vocabulary of ``vocab``."""
 
     prefill: str = "prefill"
     decode: str = "decode"
     start_only: bool = False
     whole_prompt: bool = True
     head: Sampling | None = None
+    choices: bool = True
+    ranks: int = 0
+    vocab: int = 0
 
 
 class TokenLoop:
@@ -43,6 +49,8 @@ class TokenLoop:
         self.runner, self.signature, self.sampling = runner, signature, sampling
         self.device = None if device is None else torch.device(device)
         self._seed = torch.tensor([seed], dtype=torch.int64)
+        # the request's temperature, top-k and top-p: the same tensors every call
+        self._choices = list(choice_inputs(sampling)) if signature.choices else []
         head = signature.head
         self._seeded = head is not None and not head.greedy
         self._tokens: list[torch.Tensor] = []  # the two device buffers, made once the device is known
@@ -62,7 +70,7 @@ class TokenLoop:
         counter = torch.tensor([start + tokens.shape[-1]], dtype=torch.int64)  # the draw: the new token's position
         inputs = [tokens, self._positions(start, tokens.shape[-1])]
         if self._seeded:
-            inputs += [self._seed, counter]
+            inputs += [self._seed, counter, *self._choices]
         if self.signature.head is None:
             logits = self.runner.run(inputs, method=method)[0]
             self.last_logits = logits

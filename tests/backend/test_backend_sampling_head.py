@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from et_tensorrt.llm.sampling import PRIME, SampledLM, Sampling, choose, draw, draw_value
+from et_tensorrt.llm.sampling import PRIME, SampledLM, Sampling, choice_inputs, choose, draw, draw_value
 from et_tensorrt.testing.reference_sampler import reference_token
 
 
@@ -49,23 +49,47 @@ def test_top_k_and_top_p_cut_the_candidates():
     assert {int(choose(logits, Sampling(1.0, 5, 0.6), torch.tensor([1]), torch.tensor([c]))) for c in range(50)} == {0}
 
 
+class _Step(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(40, 8)
+        self.out = torch.nn.Linear(8, 40)
+
+    def forward(self, tokens, positions):
+        return self.out(self.embed(tokens) + positions.reshape(1, -1, 1))
+
+
 def test_head_returns_the_token_where_the_next_call_reads_it():
-    class Step(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(40, 8)
-            self.out = torch.nn.Linear(8, 40)
-
-        def forward(self, tokens, positions):
-            return self.out(self.embed(tokens) + positions.reshape(1, -1, 1))
-
-    step = Step()
+    step = _Step()
     head = SampledLM(step, Sampling(0.8, 10, 0.9, logits=True))
     args = (torch.tensor([[3, 4]]), torch.tensor([0, 1]), torch.tensor([5]), torch.tensor([2]))
-    program = torch.export.export(head, args, strict=False)
-    token, logits = program.module()(*args)
+    program = torch.export.export(head, (*args, *choice_inputs(head.sampling)), strict=False)
+    token, logits = program.module()(*args, *choice_inputs(head.sampling))
     assert token.shape == (1, 1) and torch.equal(logits, step(*args[:2]))
     assert int(token) == reference_token(logits, head.sampling, 5, 2)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [Sampling(), Sampling(0.5, 10, 0.9), Sampling(0.8, 3, 0.5), Sampling(1.5, 10, 1.0), Sampling(0.8, 1)],
+    ids=str,
+)
+def test_one_exported_head_serves_every_request_up_to_its_top_k(request_):
+    """The choices are the program's inputs: one export (top-k 10) samples as each request asks, greedy exactly the
+    argmax, a smaller top-k masked after the head's TopK of 10."""
+    step = _Step()
+    exported = Sampling(0.8, 10, 0.9, logits=True)
+    example = (torch.tensor([[3, 4]]), torch.tensor([0, 1]), torch.tensor([0]), torch.tensor([0]))
+    program = torch.export.export(SampledLM(step, exported), (*example, *choice_inputs(exported)), strict=False)
+    with torch.no_grad():
+        for counter in range(30):
+            tokens, positions = torch.tensor([[counter % 40, 7]]), torch.tensor([counter, counter + 1])
+            token, logits = program.module()(
+                tokens, positions, torch.tensor([9]), torch.tensor([counter]), *choice_inputs(request_)
+            )
+            assert int(token) == reference_token(logits, request_, 9, counter), counter
+            if request_.greedy:
+                assert int(token) == int(logits[0, -1].argmax())
 
 
 @pytest.mark.parametrize(

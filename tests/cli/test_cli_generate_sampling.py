@@ -2,8 +2,9 @@
 decoders exported with ``export_causal_lm(sampling=...)``, lowered, one partition per method, the sampler in it.
 Greedy gives eager's greedy tokens for 32 steps, moving at most 64 bytes a step; seeded sampling (temperature 0.8,
 top-k 50, top-p 0.9) gives the reference sampler's tokens (plain PyTorch on eager's logits, the same draws), the
-same text twice and in two processes; through Runner, MethodsDriver, TextGenerator and ``generate``, with two methods
-sharing one cache and with one ``forward``."""
+same text twice and in two processes; the sampled program's temperature, top-k and top-p are its inputs, so the one
+program also gives greedy (eager's argmax) and temperature 0.5 by request (issue 51); through Runner, MethodsDriver,
+TextGenerator and ``generate``, with two methods sharing one cache and with one ``forward``."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def eager_tokens(model, prompt: list[int], sampling: Sampling, seed: int = 0) ->
 class Lowered:
     def __init__(self, folder, tokenizer, vocab, kind, methods, sampling):
         model = decoders.hf_tiny_causal_lm(kind, vocab, context=CONTEXT)
+        self.model = copy.deepcopy(model)  # the eager reference of other requests
         self.prompt = decoders_tokenizer(tokenizer).encode(PROMPT, add_special_tokens=False).ids
         self.expected = eager_tokens(model, self.prompt, sampling, SEED)
         lm = export_causal_lm(model, max_seq_len=CONTEXT, methods=methods, sampling=sampling)
@@ -135,6 +137,7 @@ def test_greedy_in_the_engine_is_eager_greedy_at_most_64_bytes_a_step(lowered, n
         generator.generate(PROMPT, temperature=0.8)
 
 
+@pytest.mark.slow  # lowers a tiny HF Llama and decodes it ten times (about 3 minutes on 2 cores)
 def test_seeded_sampling_in_the_engine_is_the_reference_sampler(lowered, run_cli):
     lm = lowered("llama sampled")
     for method, report in lm.reports.items():
@@ -153,13 +156,34 @@ def test_seeded_sampling_in_the_engine_is_the_reference_sampler(lowered, run_cli
     assert once.sampling == f"{SEEDED}, seed {SEED}; chosen in the program"
     ends = lm.expected.index(1) if 1 in lm.expected[:12] else 12
     assert once.text == b"".join(generator._piece(t) for t in lm.expected[:ends])
-    with pytest.raises(RunnerError, match=r"cannot sample with temperature=0.5"):
-        generator.generate(PROMPT, temperature=0.5)
-    # two more processes, through the command line: the same text
+    # the choices are the program's inputs: the same program serves greedy (exactly the argmax: eager's greedy
+    # tokens) and other temperatures, top-k and top-p, each the reference sampler's tokens, at most 64 bytes a step
+    for request in (Sampling(), Sampling(0.5, 50, 0.9), Sampling(1.2, 5, 0.5)):
+        generator.reset()
+        fields = {"temperature": request.temperature, "top_k": request.top_k, "top_p": request.top_p}
+        result = generator.generate(PROMPT, max_new_tokens=12, seed=SEED, **fields)
+        assert result.text == _text(generator, eager_tokens(lm.model, lm.prompt, request, SEED)), request
+        assert max(result.step_bytes) <= 64 and result.sampling.startswith(str(request)), result.sampling
+    with pytest.raises(RunnerError, match=r"top_k=51: this program's sampling head ranks the 50 likeliest tokens"):
+        generator.generate(PROMPT, top_k=51)
+    with pytest.raises(RunnerError, match=r"top_k=0 \(the whole vocabulary of [0-9,]+ tokens\)"):
+        generator.generate(PROMPT, top_k=0)
+    # two more processes for each request, through the command line's flags: the same text twice
     args = ("generate", lm.path, "--tokenizer", lm.tokenizer, "--prompt", PROMPT, "--max-new-tokens", 12)
-    runs = [run_cli(*args, "--seed", SEED, cwd=lm.path.parent) for _ in range(2)]
-    for result in runs:
-        assert result.status == 0, result.stderr
-        assert f"tokens: {SEEDED}, seed {SEED}; chosen in the program" in result.stdout
-    shown = codecs.getincrementaldecoder("utf-8")("replace").decode(once.text)  # as the command prints pieces
-    assert all(r.stdout.startswith(PROMPT + shown + "\n\n") for r in runs), [r.stdout for r in runs]
+    for flags, request in (([], SEEDED), (["--temperature", 0], Sampling()), (["--temperature", 0.5], SEEDED_05)):
+        runs = [run_cli(*args, *flags, "--seed", SEED, cwd=lm.path.parent) for _ in range(2)]
+        for result in runs:
+            assert result.status == 0, result.stderr
+            assert f"tokens: {request}" in result.stdout, result.stdout
+        text = _text(generator, eager_tokens(lm.model, lm.prompt, request, SEED))
+        shown = codecs.getincrementaldecoder("utf-8")("replace").decode(text)  # as the command prints pieces
+        assert all(r.stdout.startswith(PROMPT + shown + "\n\n") for r in runs), [r.stdout for r in runs]
+
+
+SEEDED_05 = Sampling(temperature=0.5, top_k=50, top_p=0.9)
+
+
+def _text(generator, tokens: list[int], limit: int = 12) -> bytes:
+    """The text of the first ``limit`` tokens, to the end token (1) if one comes first."""
+    tokens = tokens[:limit]
+    return b"".join(generator._piece(t) for t in tokens[: tokens.index(1) if 1 in tokens else limit])
