@@ -162,3 +162,39 @@ def test_the_loop_feeds_each_token_back_where_the_program_wrote_it():
     token = loop.next(loop.first([5], 0), 1)
     loop.next(token, 2)
     assert runner.calls[1][2] is not None and runner.calls[2][2] is None and loop.device == torch.device("cpu")
+
+
+def test_a_request_takes_the_programs_choices_as_defaults_and_its_top_k_as_the_bound():
+    from et_tensorrt.errors import RunnerError
+    from et_tensorrt.llm.generation import _sampling
+    from et_tensorrt.llm.token_loop import Signature
+
+    program = Signature(head=Sampling(0.8, 50, 0.9), ranks=50, vocab=320)
+    assert _sampling(program, None, None, None) == Sampling(0.8, 50, 0.9)
+    assert _sampling(program, 0, None, None).greedy  # greedy from the sampled program
+    assert _sampling(program, 0.5, 5, 0.5) == Sampling(0.5, 5, 0.5)
+    assert _sampling(program, 0, 999, None).greedy  # greedy ranks nothing: its top-k is not the head's
+    with pytest.raises(RunnerError, match=r"top_k=51: this program's sampling head ranks the 50 likeliest tokens"):
+        _sampling(program, None, 51, None)
+    with pytest.raises(RunnerError, match=r"top_k=0 \(the whole vocabulary of 320 tokens\).* top_k 1 \.\. 50"):
+        _sampling(program, 1.0, 0, None)
+    whole = Signature(head=Sampling(0.8, 0), ranks=320, vocab=320)
+    assert _sampling(whole, None, 0, None).top_k == 0 and _sampling(whole, None, 320, None).top_k == 320
+    fixed = Signature(head=Sampling(0.8, 50, 0.9), choices=False)  # a program made before the choices were inputs
+    with pytest.raises(RunnerError, match=r"chosen at export\): it cannot sample with temperature=0.5"):
+        _sampling(fixed, 0.5, None, None)
+
+
+def test_the_loop_hands_the_request_to_the_program_in_56_bytes_a_step():
+    from et_tensorrt.llm.token_loop import Signature, TokenLoop
+
+    runner = _FakeRunner(in_place=True)
+    request = Sampling(0.5, 7, 0.8)
+    loop = TokenLoop(runner, Signature(head=Sampling(0.8, 50, 0.9)), request, seed=3)
+    loop.next(loop.first([5], 0), 1)
+    inputs = runner.calls[-1][1]
+    assert [float(t) for t in inputs[4::2]] == [0.5, pytest.approx(0.8)] and int(inputs[5]) == 7
+    assert [(t.dtype, tuple(t.shape)) for t in inputs[2:]] == [(torch.int64, (1,))] * 2 + [
+        (torch.float32, (1,)), (torch.int64, (1,)), (torch.float32, (1,))
+    ]  # fmt: skip
+    assert sum(t.numel() * t.element_size() for t in inputs) + 8 == 56  # and the token out
