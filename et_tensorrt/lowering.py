@@ -139,6 +139,9 @@ def lower_program(
                 program = {name: export(ep) for name, ep in model.items()}
             else:
                 program = export(model, example_inputs, dynamic_shapes)
+        declared = {
+            name or "forward": _declared_dims(ep) for name, ep in (program.items() if methods else [("", program)])
+        }
         shape_envs = _shape_envs(program.values() if methods else [program])
         _drop_pending_symbols(shape_envs)
         try:
@@ -157,8 +160,48 @@ def lower_program(
                 )
         finally:  # a failed lowering leaves none pending either
             _drop_pending_symbols(shape_envs)
+    _warn_narrowed(declared, manager)
     _forget_lowered_modules()
     return manager
+
+
+def _declared_dims(program) -> list[tuple[int, str, int, int, int]]:
+    """(user input index, its name, dim, declared min, declared max or -1) of each dynamic user input dim."""
+    from torch.export.graph_signature import InputKind
+
+    from .partition.dynamic_dims import input_dim_ranges
+
+    ranges = input_dim_ranges(program)
+    user = [s.arg.name for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    return [(user.index(name), name, dim, low, high) for (name, dim), (low, high) in ranges.items() if name in user]
+
+
+def _warn_narrowed(declared: Mapping[str, list], manager) -> None:
+    """ExecuTorch plans each method input at the largest size the lowered program allows, and its runtime refuses a
+    larger one, whatever range the engine was built for; where that size is below the declared maximum (torch's
+    decomposition in ``to_edge`` can keep a derived dim's symbol below it), the lowering says so, with the range
+    kept."""
+    import warnings
+
+    from .errors import DynamicRangeWarning
+
+    narrowed = []
+    for plan in manager.executorch_program.execution_plan:
+        for index, name, dim, low, high in declared.get(plan.name, []):
+            if index >= len(plan.inputs):
+                continue
+            sizes = getattr(plan.values[plan.inputs[index]].val, "sizes", None)
+            if sizes is not None and dim < len(sizes) and (high == -1 or sizes[dim] < high):
+                where = f"{name} dim {dim}" + (f" of method {plan.name!r}" if len(declared) > 1 else "")
+                shown = "unbounded" if high == -1 else high
+                narrowed.append(f"{where}: declared {low}..{shown}, kept {low}..{sizes[dim]}")
+    if narrowed:
+        warnings.warn(
+            f"et_tensorrt: the lowered program takes dynamic dims over less than their declared range: "
+            f"{'; '.join(narrowed)}. Larger inputs are refused (InputShapeError); the dims' other sizes run",
+            DynamicRangeWarning,
+            stacklevel=3,
+        )
 
 
 def _shape_envs(programs) -> list:

@@ -125,35 +125,6 @@ def pinned_dims(declared: dict[tuple[str, int], tuple[int, int]], edge: Exported
     return pinned
 
 
-def narrowed_dims(declared: dict[tuple[str, int], tuple[int, int]], edge: ExportedProgram) -> list[str]:
-    """The dims of ``declared`` (``input_dim_ranges`` before ``to_edge``) whose largest size ``edge`` holds below the
-    declared one, as ``"x dim 1 = 20*s60: declared 4000..32000, kept 4000..20480"``. ExecuTorch plans (and its
-    runtime checks) each input at the largest size the edge program allows, whatever range the engine was built
-    for: torch's decomposition in ``to_edge`` can narrow a derived dim's symbol (``20 * Dim(max=1600)`` kept to
-    ``s <= 1024``)."""
-    nodes = {n.name: n for n in edge.graph.nodes if n.op == "placeholder"}
-    narrowed = []
-    for (name, dim), (low, high) in declared.items():
-        val = nodes[name].meta.get("val") if name in nodes else None
-        if not isinstance(val, torch.Tensor) or dim >= val.dim() or not isinstance(val.shape[dim], torch.SymInt):
-            continue
-        expr = val.shape[dim].node.expr
-        form = linear_form(expr)
-        bounds = [edge.range_constraints.get(expr)]
-        if form is not None:
-            symbol, a, b = form
-            rng = edge.range_constraints.get(symbol)
-            if rng is not None and _bound(rng.upper) is not None:
-                bounds.append((_bound(rng.lower), a * _bound(rng.upper) + b))
-        highs = [_bound(r.upper) if hasattr(r, "upper") else r[1] for r in bounds if r is not None]
-        kept = min((h for h in highs if h is not None), default=None)
-        if kept is not None and (high == -1 or kept < high):
-            shown = f"{name} dim {dim}" + ("" if getattr(expr, "is_Symbol", False) else f" = {expr}")
-            declared_text = f"{low}..{'unbounded' if high == -1 else high}"
-            narrowed.append(f"{shown}: declared {declared_text}, kept {low}..{kept}")
-    return narrowed
-
-
 def _debug_name(size: torch.SymInt, position: int, dim: int) -> str | None:
     """The ``Dim`` name torch.export recorded for a symbol (shape environment bookkeeping; None if absent)."""
     try:

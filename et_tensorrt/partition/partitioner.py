@@ -25,11 +25,11 @@ from ..compile_specs import (
     BuildOptions,
     encode,
 )
-from ..errors import DynamicRangeWarning, PartitionError, PlacementWarning, UnmatchedOpWarning
+from ..errors import PartitionError, PlacementWarning, UnmatchedOpWarning
 from ..quantization import qdq
 from . import device_rules, pre_decomposition, quantized
 from .argument_limits import argument_refusal
-from .dynamic_dims import declared_ranges, input_dim_ranges, narrowed_dims, pinned_dims, resolve_opt_sizes
+from .dynamic_dims import declared_ranges, input_dim_ranges, pinned_dims, resolve_opt_sizes
 from .method_inputs import encode_names, user_input_names
 from .mutable_state import own_mutable_buffers
 from .report import NodeDecision, PartitionReport, Reason, ReasonCode
@@ -287,16 +287,6 @@ class TensorRTPartitioner(Partitioner):
 
     def partition(self, exported_program) -> PartitionResult:
         self._check_still_dynamic(exported_program)
-        narrowed = narrowed_dims(self._dynamic_inputs, exported_program)
-        if narrowed:
-            warnings.warn(
-                f"et_tensorrt: ExecuTorch's to_edge narrowed dynamic dims below their declared range: "
-                f"{'; '.join(narrowed)}. The program takes inputs up to the kept sizes (larger ones are refused "
-                "with InputShapeError); export a derived dim as a Dim of its own (Dim('samples', min=..., max=...)) "
-                "to keep the whole range",
-                DynamicRangeWarning,
-                stacklevel=2,
-            )
         report, tags, verdicts = self._analyze(exported_program)
         self.report = report
         # A quantized program lowers whole or not at all: one error before any engine is built (or one warning).
