@@ -2,8 +2,20 @@
 RNG state; under pytest-xdist's ``--dist loadgroup`` (.ci/run) a module's tests that share a module-scoped fixture
 run on one worker."""
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
+
+# The last recorded run's seconds (scripts/test_durations.py --write): the slowest modules start first, and a test
+# that took SLOW_SECONDS or more is in the slow tier (pyproject.toml's marker) with those marked so by hand. A module
+# whose tests share a module-scoped fixture (a lowered model) and took SLOW_MODULE_SECONDS or more in all is slow as a
+# whole: in the fast tier its first fast test would pay the fixture's lowering.
+DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
+SLOW_SECONDS = 5.0
+SLOW_MODULE_SECONDS = 30.0
+UNRECORDED_MODULE_SECONDS = 10.0  # a new module: scheduled as a middling one
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -20,7 +32,8 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
 def pytest_collection_modifyitems(items):
-    """A module-scoped fixture (a lowered model, most of them) is made once per worker that runs one of its tests:
+    """Tiers and order (see DURATIONS above). A module-scoped fixture (a lowered model, most of them) is made once per
+    worker that runs one of its tests:
     with ``--dist load`` a module split between the workers lowers it on both. A module with such a fixture is one
     xdist group, so ``--dist loadgroup`` sends its tests to one worker (the other tests go one by one, as with
     ``load``). The whole module: a test may reach its fixture through ``request.getfixturevalue``."""
@@ -33,9 +46,18 @@ def pytest_collection_modifyitems(items):
         return [d for defs in info.name2fixturedefs.values() for d in defs] if info else []
 
     shared = {module(item) for item in items if any(d.scope == "module" for d in fixtures(item))}
+    modules, tests = DURATIONS["modules"], DURATIONS["tests"]
     for item in items:
-        if module(item) in shared:
-            item.add_marker(pytest.mark.xdist_group(module(item)))
+        name = module(item)
+        if name in shared:
+            item.add_marker(pytest.mark.xdist_group(name))
+        slow_module = name in shared and modules.get(name, 0.0) >= SLOW_MODULE_SECONDS
+        if item.get_closest_marker("slow") is None and (slow_module or tests.get(item.nodeid, 0.0) >= SLOW_SECONDS):
+            item.add_marker(pytest.mark.slow)
+        item.user_properties.append(("tier", "slow" if item.get_closest_marker("slow") else "fast"))
+    # Slowest modules first (pytest-xdist hands work out in this order): the longest groups do not start last.
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-modules.get(module(item), UNRECORDED_MODULE_SECONDS), module(item), order[id(item)]))
 
 
 @pytest.fixture(autouse=True, scope="session")
