@@ -70,11 +70,16 @@ class Frames(torch.nn.Module):
 
 
 def _lowered_frames(dim):
+    torch.manual_seed(0)
+    program = torch.export.export(Frames().eval(), (torch.randn(1, 8000),), dynamic_shapes={"x": {1: dim}})
+    return _lowered_frames_program(program)
+
+
+def _lowered_frames_program(program):
+    """A Runner of ``program`` lowered, and the DynamicRangeWarnings the lowering gave."""
     import et_tensorrt
     from et_tensorrt.errors import DynamicRangeWarning
 
-    torch.manual_seed(0)
-    program = torch.export.export(Frames().eval(), (torch.randn(1, 8000),), dynamic_shapes={"x": {1: dim}})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runner = et_tensorrt.Runner(et_tensorrt.lower(program, min_block_size=1))
@@ -96,5 +101,30 @@ def test_a_dim_the_program_takes_over_less_than_declared_is_said_with_the_range_
     assert len(said) == 1 and re.search(r"x dim 1: declared 4000\.\.32000, kept 4000\.\.(\d+)\. Larger", said[0]), said
     kept = int(re.search(r"kept 4000\.\.(\d+)", said[0]).group(1))
     assert runner.run([torch.randn(1, kept)])[0].shape == (1, 4, kept // 20)
+    with pytest.raises(InputShapeError, match=rf"takes at most \(1, {kept}\)"):
+        runner.run([torch.randn(1, kept + 20)])
+
+
+@pytest.mark.slow
+def test_wav2vec2_with_a_derived_length_says_what_range_it_kept():
+    """The model issue 54 row 1 was found with: HF Wav2Vec2 CTC (a tiny random config) exported with
+    ``20 * Dim("_samples", min=200, max=1600)``; the lowering names the range its program takes, and takes it."""
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+
+    from et_tensorrt.errors import InputShapeError
+
+    torch.manual_seed(0)
+    config = Wav2Vec2Config(
+        vocab_size=32, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+        conv_dim=(16,) * 7, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+    )  # fmt: skip
+    model = Wav2Vec2ForCTC(config).eval()
+    samples = 20 * torch.export.Dim("_samples", min=200, max=1600)
+    program = torch.export.export(model, (torch.randn(1, 8000),), dynamic_shapes=({1: samples},))
+    runner, said = _lowered_frames_program(program)
+    assert len(said) == 1 and "input_values dim 1: declared 4000..32000, kept 4000.." in said[0], said
+    kept = int(re.search(r"kept 4000\.\.(\d+)", said[0]).group(1))
+    logits = runner.run([torch.randn(1, kept)])[0]
+    assert logits.shape[0] == 1 and logits.shape[-1] == 32
     with pytest.raises(InputShapeError, match=rf"takes at most \(1, {kept}\)"):
         runner.run([torch.randn(1, kept + 20)])
