@@ -72,15 +72,18 @@ def test_refusals_say_what_to_give(tmp_path):
 
 
 def test_sampling_head_is_exported_with_the_model_and_named_in_the_constants():
-    """``sampling=``: every method returns the token it chose, the draw's seed and counter as inputs when it samples;
-    the constant methods say how. Exported only (lowered and decoded: tests/cli/test_cli_generate_sampling.py)."""
-    from et_tensorrt.llm.sampling import Sampling, choose
+    """``sampling=``: every method returns the token it chose, the draw's seed and counter and the request's
+    temperature, top-k and top-p as inputs when it samples; the constant methods say how. Exported only (lowered and
+    decoded: tests/cli/test_cli_generate_sampling.py)."""
+    from et_tensorrt.llm.sampling import Sampling, choice_inputs, choose
 
     head = Sampling(temperature=0.8, top_k=5, top_p=0.9)
     lm = export_causal_lm(tiny_llama(), max_seq_len=8, methods="prefill_decode", eos_ids=[7], sampling=head)
     assert lm.sampling == head and lm.constant_methods["get_sampling_top_p"] == 0.9
-    assert len(lm.programs["prefill"].graph_signature.user_inputs) == 4  # tokens, positions, seed, counter
-    token = lm.programs["decode"].module()(torch.tensor([[3]]), torch.tensor([0]), torch.tensor([5]), torch.tensor([1]))
+    # tokens, positions, seed, counter, temperature, top_k, top_p
+    assert len(lm.programs["prefill"].graph_signature.user_inputs) == 7
+    step = (torch.tensor([[3]]), torch.tensor([0]), torch.tensor([5]), torch.tensor([1]))
+    token = lm.programs["decode"].module()(*step, *choice_inputs(head))
     assert token.shape == (1, 1) and token.dtype == torch.int64
     # ExecuTorch's llama (one token a call), greedy: the eager model's argmax
     model, eager = decoders.executorch_llama().eager, decoders.executorch_llama().eager
