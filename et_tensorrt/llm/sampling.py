@@ -1,10 +1,12 @@
 """The next token chosen inside the program: a sampling head any causal exporter can put on its model.
 
-A causal LM step ``(tokens, positions) -> logits`` becomes ``(tokens, positions[, seed, counter]) -> token[,
-logits]``: greedy (``argmax``), or a draw from ``softmax(logits / temperature)`` restricted to the ``top_k`` most
-likely tokens and then to the smallest of them whose probability reaches ``top_p`` (HF's order: temperature, top-k,
-top-p). The token is an int64 ``[1, 1]``, the shape of the next step's ``tokens``: fed back as it is, it never has
-to leave the device.
+A causal LM step ``(tokens, positions) -> logits`` becomes ``(tokens, positions[, seed, counter, temperature, top_k,
+top_p]) -> token[, logits]``: greedy (``argmax``: a ``"greedy"`` head, or temperature 0 given to a sampled one), or a
+draw from ``softmax(logits / temperature)`` restricted to the ``top_k`` most likely tokens and then to the smallest of
+them whose probability reaches ``top_p`` (HF's order: temperature, top-k, top-p). A sampled head takes the choices
+per call (:data:`CHOICE_INPUTS`): one program serves every request, its TopK ranking the export's ``top_k`` (TensorRT
+builds a TopK's k into the engine) and masking past the request's. The token is an int64 ``[1, 1]``, the shape of the
+next step's ``tokens``: fed back as it is, it never has to leave the device.
 
 The draw is reproducible on every machine: one uniform number per step from the ``seed`` and ``counter`` inputs by a
 counter-based hash in int64 arithmetic every backend computes exactly (products below 2**63, modulo the prime
