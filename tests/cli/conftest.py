@@ -102,14 +102,15 @@ def _captured_fds():
 
 
 def _in_process(*args, cwd: Path, env: dict | None = None, timeout: int = 600) -> Result:
-    """The same command through ``et_tensorrt.cli.main`` in this process: ``cwd``, the environment and Python's
-    warning filters as a fresh process would have them for the call, put back after it (``timeout`` is the
+    """The same command through ``et_tensorrt.cli.main`` in this process: ``cwd``, the environment (TMPDIR too) and
+    Python's warning filters as a fresh process would have them for the call, put back after it (``timeout`` is the
     subprocess's; a call here cannot be cut short)."""
     from et_tensorrt import cli
 
-    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    saved_cwd, saved_env, saved_tempdir = os.getcwd(), dict(os.environ), tempfile.tempdir
     os.environ.pop("ET_TENSORRT_FALLBACK", None)
     os.environ.update(env or {})
+    tempfile.tempdir = None  # read again from TMPDIR, as a new process would
     os.chdir(cwd)
     try:
         with _captured_fds() as texts, warnings.catch_warnings():
@@ -125,6 +126,7 @@ def _in_process(*args, cwd: Path, env: dict | None = None, timeout: int = 600) -
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        tempfile.tempdir = saved_tempdir
     return Result(status or 0, texts["stdout"], texts["stderr"])
 
 

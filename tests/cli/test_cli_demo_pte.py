@@ -1,4 +1,4 @@
-"""`demo` end to end (subprocess, without -o: it must leave nothing behind), then `inspect` and `run` on the
+"""`demo` end to end (run_cli, without -o: it must leave nothing behind), then `inspect` and `run` on the
 host-branch example lowered once in-process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`lower` and `check` on a .pt2 written by torch.export.save, as the real command (subprocess): the report,
+"""`lower` and `check` on a .pt2 written by torch.export.save, as the real command (run_cli): the report,
 what `check` says it checked (no engine runs without a GPU; each engine's ONNX on the user's inputs),
 `check --json`, a lowering that delegates nothing (exit 4), and a `--torch-executed-op` that matches no
 node. The mismatch statuses run in-process through `cli.main` with onnxruntime's answer perturbed.
