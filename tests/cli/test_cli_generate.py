@@ -286,3 +286,20 @@ def test_methods_driver_loads_when_made_and_calls_once_a_token(llm, monkeypatch)
         result = driver.generate("the cat", max_new_tokens=asked)
         assert len(calls) == result.generated_tokens  # the prompt's call chose the first token
     assert made == []
+
+
+def test_the_command_line_and_the_python_api_open_a_program_alike(llm, tmp_path, run_cli):
+    """``open_generator`` (et_tensorrt.llm.opening) makes the driver ``generate`` chooses, and refuses what it
+    refuses in the same words."""
+    from et_tensorrt.llm import open_generator
+    from et_tensorrt.llm.opening import driver_kind
+
+    ours, _, tokenizer = llm
+    assert driver_kind(ours.read_bytes()) == "TextLLMRunner"
+    assert type(open_generator(ours, tokenizer)) is TextGenerator
+    plain = tmp_path / "plain.pte"
+    plain.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
+    with pytest.raises(RunnerError) as refused:
+        open_generator(plain, tokenizer)
+    result = run_cli("generate", plain, "--tokenizer", tokenizer, "--prompt", "the cat", cwd=tmp_path)
+    assert result.status != 0 and str(refused.value) in result.error_line, result.stderr
