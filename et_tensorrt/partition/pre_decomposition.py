@@ -32,7 +32,7 @@ from torch.fx import Node
 
 from ..builder.op_rewrites import Rewriter
 from ..sizes import read_sizes_from
-from . import core_rewrites, delta_rule
+from . import core_rewrites, delta_rule, llama_custom_ops
 from .supported_ops import op_name
 
 # Ops returning a list of pieces of their input along ``dim`` (args[2]): each piece is a slice of it.
@@ -128,7 +128,12 @@ def _to_core_aten(gm: torch.fx.GraphModule, user_inputs: set[str], outputs: dict
 
 def transform(ep: ExportedProgram) -> ExportedProgram:
     """``ep`` itself when there is nothing to change, else a changed copy (the caller's program is untouched)."""
-    table = delta_rule.decompositions(ep.graph)
+    if any(llama_custom_ops.is_cache_update(n) for n in ep.graph.nodes):
+        # before any run_decompositions: it would wrap the mutating op in auto_functionalized
+        gm = copy.deepcopy(ep.graph_module)
+        llama_custom_ops.cache_updates_to_copies(gm.graph)
+        ep = _rebuilt(ep, gm, {})
+    table = delta_rule.decompositions(ep.graph) | llama_custom_ops.decompositions(ep.graph)
     if table:
         ep = ep.run_decompositions(table)
     if not any(
@@ -145,6 +150,11 @@ def transform(ep: ExportedProgram) -> ExportedProgram:
     changed += read_sizes_from(gm.graph, inputs)
     if not changed:
         return ep
+    return _rebuilt(ep, gm, renamed)
+
+
+def _rebuilt(ep: ExportedProgram, gm: torch.fx.GraphModule, renamed: dict[str, str]) -> ExportedProgram:
+    """``ep`` with ``gm``'s graph (``renamed``: its outputs' new names)."""
     gm.graph.lint()
     gm.recompile()
     signature = copy.deepcopy(ep.graph_signature)
