@@ -5,7 +5,9 @@ program computes:
 - **Core ATen.** Ops ExecuTorch refuses or cannot run (``histc``, transformers' grouped matmuls, ``empty_like``)
   become the core ops they equal (``core_rewrites``), so every front door lowers them; ExecuTorch's own
   ``llama.gated_delta_rule`` (Qwen3.5's linear attention: a CPU kernel) becomes the chunked rule of
-  ``delta_rule`` (``run_decompositions`` traces it, for a dynamic token count too).
+  ``delta_rule`` (``run_decompositions`` traces it, for a dynamic token count too); its ``llama.custom_sdpa`` and
+  ``llama.update_cache`` (gemma4, voxtral_realtime) become attention and an in-place cache write
+  (``llama_custom_ops``).
 
 The other two keep dynamic programs dynamic and whole:
 
