@@ -22,7 +22,7 @@ def _runner_kind(pte: str) -> str:
     from .. import inspection
     from ..errors import RunnerError
     from ..format.pte_tables import PteTableError
-    from ..llm.opening import driver_kind
+    from ..llm.driver_choice import driver_kind
 
     try:
         return driver_kind(inspection.read_flatbuffer(pte), pte)

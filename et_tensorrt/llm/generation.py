@@ -276,7 +276,7 @@ class TextGenerator:
 
     def __new__(cls, model, tokenizer, data_path=None):
         if cls is TextGenerator and os.path.isfile(model):  # the driver the command line chooses too
-            from .opening import METHODS_DRIVER, driver_kind
+            from .driver_choice import METHODS_DRIVER, driver_kind
 
             with open(model, "rb") as f:
                 pte = f.read()

@@ -292,7 +292,7 @@ def test_the_command_line_and_the_python_api_open_a_program_alike(llm, tmp_path,
     """``open_generator`` (et_tensorrt.llm.opening) makes the driver ``generate`` chooses, and refuses what it
     refuses in the same words."""
     from et_tensorrt.llm import open_generator
-    from et_tensorrt.llm.opening import driver_kind
+    from et_tensorrt.llm.driver_choice import driver_kind
 
     ours, _, tokenizer = llm
     assert driver_kind(ours.read_bytes()) == "TextLLMRunner"
