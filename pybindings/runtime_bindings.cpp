@@ -166,6 +166,11 @@ void bind_runtime(py::module_& m) {
   m.def(
       "fallback_policy", []() { return std::string(fallback_policy_name(fallback_policy())); },
       "ET_TENSORRT_FALLBACK as the delegate reads it: 'pytorch' or 'error' (ValueError for any other value).");
+#ifdef ET_EVENT_TRACER_ENABLED
+  m.attr("event_tracer_enabled") = true;  // compiled with the wheel's ET_EVENT_TRACER_ENABLED (CMakeLists.txt)
+#else
+  m.attr("event_tracer_enabled") = false;
+#endif
   m.def("cuda_device_count", &cuda_device_count, "CUDA devices the delegate sees (0 with a CPU-only torch).");
   m.def(
       "create_executor",

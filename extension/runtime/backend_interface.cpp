@@ -12,6 +12,7 @@
 #include <string>
 
 #include "data_map_check.h"
+#include "delegate_events.h"
 #include "delegate_handle.h"
 #include "named_data.h"
 
@@ -53,8 +54,16 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
                       Error::InvalidExternalData);
       }
       // States shared by the program's methods are keyed by the loaded program (program_scope.h).
-      return new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map(),
-                                             context.get_method_name());
+      DelegatePhase phase(context.event_tracer());
+      auto* handle = new et_tensorrt::DelegateHandle(std::move(*processed), context.get_named_data_map(),
+                                                     context.get_method_name());
+      if (phase.active()) {  // what init did: deserialized the engine, built it on the device, or loaded the fallback
+        const ExecutorChoice& c = handle->choice();
+        phase.end(kEventInit, "executor=" + c.executor +
+                                  (c.engine_origin.empty() ? "" : "; engine=" + c.engine_origin) +
+                                  (c.reason.empty() ? "" : "; reason=" + c.reason));
+      }
+      return handle;
     } catch (const BlobFormatError& e) {
       return report("init", e.what(), Error::DelegateInvalidCompatibility);
     } catch (const c10::Error& e) {  // torch's reason, not its C++ backtrace
@@ -66,9 +75,9 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     }
   }
 
-  Error execute(BackendExecutionContext&, EtDelegateHandle* handle, Span<EValue*> args) const override {
+  Error execute(BackendExecutionContext& context, EtDelegateHandle* handle, Span<EValue*> args) const override {
     try {
-      static_cast<et_tensorrt::DelegateHandle*>(handle)->execute(args);
+      static_cast<et_tensorrt::DelegateHandle*>(handle)->execute(args, context.event_tracer());
       return Error::Ok;
     } catch (const PlacementRejected& e) {
       return report("execute", e.what(), Error::InvalidArgument);

@@ -10,6 +10,7 @@
 #include "../aten_util/dtype_translation.h"
 #include "../aten_util/torch_view.h"
 #include "argument_names.h"
+#include "delegate_events.h"
 #include "executor_choice.h"
 #include "input_guards.h"
 #include "plan_recorder.h"
@@ -126,8 +127,17 @@ at::Tensor DelegateHandle::staging(std::vector<at::Tensor>& pool, size_t i, cons
   return buf;
 }
 
-void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
+namespace {
+size_t copied_bytes(const std::vector<TensorPlacement>& entries) {
+  size_t n = 0;
+  for (const TensorPlacement& e : entries) n += e.bytes;
+  return n;
+}
+}  // namespace
+
+void DelegateHandle::execute(executorch::runtime::Span<EValue*> args, executorch::runtime::EventTracer* tracer) {
   const auto start = std::chrono::steady_clock::now();
+  DelegatePhase phase(tracer);  // nothing timed or logged without a tracer
   // Never wait for the lock while holding the GIL: the thread that holds the lock may need the GIL. Given up on every
   // call, also uncontended: Python threads of the caller's (the generate commands' stdout pump) run meanwhile while
   // ExecuTorch's own runners hold the GIL through a whole generation.
@@ -143,10 +153,18 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args) {
   check_write_positions(blob_, args);  // before anything writes into the state
   const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
+  if (phase.active()) phase.end(kEventInputs, "bytes=" + std::to_string(copied_bytes(plan->inputs)));
   const auto run_start = std::chrono::steady_clock::now();
   const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
   const auto executor_time = std::chrono::steady_clock::now() - run_start;
+  if (phase.active()) {  // the state an executor copies back is part of its run
+    phase.end(executor_event_name(choice_.executor),
+              "executor=" + choice_.executor + (executor_detail_.empty() ? "" : " (" + executor_detail_ + ")") +
+                  "; state_bytes=" + std::to_string(plan->state_bytes()) +
+                  (choice_.reason.empty() ? "" : "; reason=" + choice_.reason));
+  }
   write_back(*plan, results, args);
+  if (phase.active()) phase.end(kEventOutputs, "bytes=" + std::to_string(copied_bytes(plan->outputs)));
   // The plan was handed to the caller's recorder before the run; timings complete it (same object).
   plan->executor_ns = static_cast<uint64_t>(std::chrono::nanoseconds(executor_time).count());
   plan->delegate_ns =

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/event_tracer.h>
 #include <executorch/runtime/core/freeable_buffer.h>
 #include <executorch/runtime/core/span.h>
 
@@ -43,9 +44,13 @@ class DelegateHandle {
 
   // Inputs then outputs, as ExecuTorch passes them to BackendInterface::execute: plan, bind, run the
   // executor, write back. Throws PlacementRejected on a rejected argument, or whatever the executor raised.
-  void execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // `tracer`: ExecuTorch's event tracer for this call (BackendExecutionContext's), or nullptr: one ETDump event per
+  // phase (delegate_events.h) when set, nothing otherwise.
+  void execute(executorch::runtime::Span<executorch::runtime::EValue*> args,
+               executorch::runtime::EventTracer* tracer = nullptr);
 
   const DelegateBlob& blob() const { return blob_; }
+  const ExecutorChoice& choice() const { return choice_; }  // which executor init chose, and why
 
  private:
   // Reads every argument's descriptor and decides share/copy/reject; hands the plan to this thread's recorder.
