@@ -108,7 +108,7 @@ def decode_and_check(
     ``programs`` (what was lowered), and checks each call, the tokens and each engine's ONNX."""
     from .. import Runner, inspection
     from ..llm.constants import _method_names
-    from ..llm.generation import _constants, _program_facts
+    from ..llm.program_facts import _constants, _program_facts
     from ..llm.sampling import Sampling
     from ..llm.token_loop import TokenLoop
     from ..runtime.executors import record_calls

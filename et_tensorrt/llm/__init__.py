@@ -70,10 +70,12 @@ assert set(__all__) == set(_HOME)
 if TYPE_CHECKING:
     from .causal import ExportedLM, export_causal_lm, export_prefill_decode
     from .constants import REQUIRED_METHODS, llm_methods, missing_methods
-    from .generation import Generation, MethodsDriver, TextGenerator
+    from .generation import TextGenerator
+    from .methods_driver import MethodsDriver
     from .multimodal import ExportedMultimodal, export_multimodal
     from .multimodal_generation import MultimodalGenerator
     from .opening import open_generator
+    from .outcome import Generation
     from .sampling import Sampling
     from .seq2seq import ExportedSeq2Seq, export_encoder_decoder
     from .transcribe import Transcriber

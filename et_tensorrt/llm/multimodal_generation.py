@@ -24,16 +24,9 @@ from .constants import (
     TOKEN_EMBEDDING,
     VISION_ENCODER,
 )
-from .generation import (
-    Generation,
-    _Captured,
-    _check_files,
-    _constants,
-    _ExecuTorchLog,
-    _failed,
-    _native_generate,
-    _stopped,
-)
+from .outcome import Generation, _check_files
+from .program_facts import _constants
+from .runner_output import _Captured, _ExecuTorchLog, _failed, _native_generate, _stopped
 from .tokenizer_identity import check_tokenizer
 
 MARKERS = {VISION_ENCODER: "<image>", AUDIO_ENCODER: "<audio>"}

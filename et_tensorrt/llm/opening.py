@@ -21,7 +21,8 @@ def open_generator(model: str | os.PathLike, tokenizer: str | os.PathLike, data_
 
 def driver_class(kind: str):
     """The class that drives programs of ``kind``."""
-    from .generation import MethodsDriver, TextGenerator
+    from .generation import TextGenerator
+    from .methods_driver import MethodsDriver
     from .multimodal_generation import MultimodalGenerator
     from .transcribe import Transcriber
 

@@ -44,7 +44,7 @@ def _native_identity(path: str) -> TokenizerIdentity | None:
         import pytorch_tokenizers as pt
     except ImportError:
         return None
-    from .generation import _Captured
+    from .runner_output import _Captured
 
     for kind in ("CppTiktoken", "CppSPTokenizer", "CppLlama2cTokenizer"):
         with _Captured(2):  # the readers log what they read
@@ -66,7 +66,7 @@ def tokenizer_identity(tokenizer: str | os.PathLike) -> TokenizerIdentity | None
 
 def _program_identity(pte: bytes) -> tuple[int | None, int | None, list[int]]:
     """(vocabulary size, BOS id, EOS ids) from the program's constant methods; None / [] for one it lacks."""
-    from .generation import _constants
+    from .program_facts import _constants
 
     wanted = [n for n in ("get_vocab_size", "get_bos_id", "get_eos_ids") if n in _method_names(pte)]
     got = dict(zip(wanted, _constants(pte, *wanted)))

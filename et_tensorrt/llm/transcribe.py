@@ -17,15 +17,9 @@ import time
 
 from ..errors import InputShapeError, RunnerError
 from . import speech
-from .generation import (
-    STOP_CONTEXT,
-    STOP_EOS,
-    STOP_MAX_NEW_TOKENS,
-    Generation,
-    _check_files,
-    _constants,
-    next_token,
-)
+from .methods_driver import next_token
+from .outcome import STOP_CONTEXT, STOP_EOS, STOP_MAX_NEW_TOKENS, Generation, _check_files
+from .program_facts import _constants
 
 
 class _Text:

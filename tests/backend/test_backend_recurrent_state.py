@@ -123,7 +123,7 @@ def test_textllmrunner_generates_what_hf_greedy_generates_continues_and_resets(l
     from tokenizers import Tokenizer
 
     from et_tensorrt.llm import TextGenerator
-    from et_tensorrt.llm.generation import _byte_decoder
+    from et_tensorrt.llm.methods_driver import _byte_decoder
 
     decoder, pte, _, tokenizer_path, vocab = lowered
     tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), _byte_decoder()

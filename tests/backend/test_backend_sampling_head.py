@@ -166,7 +166,7 @@ def test_the_loop_feeds_each_token_back_where_the_program_wrote_it():
 
 def test_a_request_takes_the_programs_choices_as_defaults_and_its_top_k_as_the_bound():
     from et_tensorrt.errors import RunnerError
-    from et_tensorrt.llm.generation import _sampling
+    from et_tensorrt.llm.program_facts import _sampling
     from et_tensorrt.llm.token_loop import Signature
 
     program = Signature(head=Sampling(0.8, 50, 0.9), ranks=50, vocab=320)
