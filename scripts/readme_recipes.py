@@ -24,7 +24,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from doc_blocks import README, README_RECIPES, SET_UP, commands, install_lines, python_code  # noqa: E402
+from doc_blocks import (  # noqa: E402
+    README,
+    README_RECIPES,
+    SET_UP,
+    commands,
+    install_lines,
+    keep_results,
+    python_code,
+)
 
 
 def _environment(venv: Path) -> dict:
@@ -34,9 +42,11 @@ def _environment(venv: Path) -> dict:
     return env
 
 
-def _step(name: str, argv: list[str], cwd: Path, env: dict, timeout: int = 3600) -> bool:
+def _step(name: str, argv: list[str], cwd: Path, env: dict, timeout: int = 3600, record: list | None = None) -> bool:
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if record is not None:
+        record.append({"name": name, "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr})
     seconds = time.perf_counter() - start
     print(
         f"  {name}: {'ok' if proc.returncode == 0 else f'FAILED (exit {proc.returncode})'} in {seconds:.0f} s",
@@ -68,6 +78,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--venv", help="where to make the venv (default: a temporary folder)")
     parser.add_argument("--only", help="run only the recipes whose heading contains this text")
+    parser.add_argument(
+        "--results",
+        help="keep each recipe's folder and what its steps printed here (tests/cli/test_readme.py checks them "
+        "instead of running the recipes again, when ET_TENSORRT_RECIPE_RESULTS names this folder: .ci/run)",
+    )
     args = parser.parse_args()
     recipes = [h for h in README_RECIPES if not args.only or args.only in h]
     with tempfile.TemporaryDirectory(prefix="readme-recipes-") as tmp:
@@ -89,7 +104,10 @@ def main() -> int:
             python, cli = str(venv / "bin" / "python"), str(venv / "bin" / "et-tensorrt")
             steps = [(heading, [python, "-c", python_code(README, heading)])]
             steps += [(" ".join(["et-tensorrt", *argv]), [cli, *argv]) for argv in commands(README, heading)]
-            passed += all(_step(name, argv, folder, env) for name, argv in steps)  # stops at the first failure
+            record: list[dict] = []
+            passed += all(_step(name, argv, folder, env, record=record) for name, argv in steps)  # to the 1st failure
+            if args.results:
+                keep_results(Path(args.results), heading, folder, record)
         print(f"README recipes: {passed} of {len(recipes)} ran as written")
         return 0 if passed == len(recipes) else 1
 

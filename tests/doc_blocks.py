@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +67,38 @@ def run_python(code: str, cwd) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("ET_TENSORRT_FALLBACK", None)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+# Where scripts/readme_recipes.py --results kept the recipes it ran in a new venv (.ci/run): the README tests check
+# those runs instead of running each recipe a second time.
+RECIPE_RESULTS_ENV = "ET_TENSORRT_RECIPE_RESULTS"
+
+
+def _slug(heading: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
+
+
+def keep_results(root: Path, heading: str, folder: Path, steps: list[dict]) -> None:
+    """A recipe's folder (the files it wrote) and what each of its steps printed, under ``root``."""
+    kept = root / _slug(heading)
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(folder, kept / "files")
+    (kept / "steps.json").write_text(json.dumps(steps))
+
+
+def run_recipe(heading: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The README recipe's Python program run in ``cwd``: as scripts/readme_recipes.py ran it in a new venv (its
+    files copied into ``cwd``) where ``ET_TENSORRT_RECIPE_RESULTS`` names that run's results, else here in a fresh
+    interpreter."""
+    root = os.environ.get(RECIPE_RESULTS_ENV)
+    if not root:
+        return run_python(python_code(README, heading), cwd)
+    kept = Path(root) / _slug(heading)
+    if not (kept / "steps.json").is_file():
+        raise FileNotFoundError(f"{RECIPE_RESULTS_ENV}={root} holds no run of the recipe {heading!r}")
+    shutil.copytree(kept / "files", cwd, dirs_exist_ok=True)
+    step = json.loads((kept / "steps.json").read_text())[0]
+    return subprocess.CompletedProcess(step["name"], step["returncode"], step["stdout"], step["stderr"])
 
 
 def printed(stdout: str, label: str) -> str:
