@@ -145,7 +145,8 @@ def lower_program(
         shape_envs = _shape_envs(program.values() if methods else [program])
         _drop_pending_symbols(shape_envs)
         try:
-            with steps.step("program", "partition and lower"):  # ExecuTorch hands preprocess every method's partitions
+            # ExecuTorch hands preprocess every method's partitions
+            with _declared_ranges_kept(), steps.step("program", "partition and lower"):
                 edge = to_edge_transform_and_lower(
                     program,
                     partitioner={name: [p] for name, p in partitioners.items()} if methods else [partitioners[""]],
@@ -154,7 +155,7 @@ def lower_program(
             lower.last_reports = {name or "forward": p.report for name, p in partitioners.items()}
             lower.last_report = list(lower.last_reports.values())[-1]
             del program
-            with steps.step("program", "to_executorch"):
+            with _declared_ranges_kept(), steps.step("program", "to_executorch"):
                 manager = edge.to_executorch(
                     executorch_config(zero_copy_inputs=zero_copy_inputs, zero_copy_outputs=zero_copy_outputs)
                 )
@@ -202,6 +203,16 @@ def _warn_narrowed(declared: Mapping[str, list], manager) -> None:
             DynamicRangeWarning,
             stacklevel=3,
         )
+
+
+def _declared_ranges_kept():
+    """ExecuTorch re-runs the program's fake tensors after export (``to_edge``'s view-copy pass; ``to_executorch``
+    runs each delegate's original program for its outputs' shapes), and torch's fake convolution asks there whether
+    oneDNN (mkldnn) would pick its kernel: one of its tests, ``numel > 20480``, is guarded at the example's size,
+    which keeps every dim it reads to that side. A stride-20 Conv1d over up to 32,000 samples traced at 8,000 is kept
+    to 20,480 (``Dim`` or ``20 * Dim``), and ExecuTorch plans, and its runtime holds, the input to that. The lowering
+    runs no CPU convolution, so it asks with oneDNN off: no kernel choice is guarded, the declared range is kept."""
+    return torch.backends.mkldnn.flags(enabled=False)
 
 
 def _shape_envs(programs) -> list:
