@@ -218,12 +218,60 @@ def _refuse_derived_dims(path: str, program) -> None:
         )
 
 
+# The libraries whose import registers the custom ops programs exported from their models call: a command line
+# imports nothing of the user's, so a .pt2 naming one of these namespaces has its library imported before it is read.
+OP_LIBRARIES = {
+    "transformers": "transformers.integrations.moe",  # grouped_mm_fallback: HF's MoE experts
+    "llama": "executorch.extension.llm.custom_ops.custom_ops",  # ExecuTorch's custom_sdpa, update_cache, ...
+    "quantized_decomposed": "torch.ao.quantization.fx._decomposed",
+}
+
+
+def _saved_op_targets(path: str) -> set[tuple[str, str]]:
+    """(namespace, op) of each ``torch.ops.NS.OP.overload`` target the archive's graphs name."""
+    found: set[tuple[str, str]] = set()
+    with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if name.endswith(".json"):
+                found |= set(re.findall(rb'"target":\s*"torch\.ops\.(\w+)\.(\w+)', archive.read(name)))
+    return {(ns.decode(), op.decode()) for ns, op in found}
+
+
+def register_saved_ops(path: str) -> None:
+    """Imports the library of each custom op the program calls that is not registered yet (``OP_LIBRARIES``); an op
+    no known library registers is one error naming it and what to do."""
+    import importlib
+
+    import torch
+
+    def registered(ns: str, op: str) -> bool:
+        try:
+            getattr(getattr(torch.ops, ns), op)
+            return True
+        except (AttributeError, RuntimeError):
+            return False
+
+    for ns, op in sorted(_saved_op_targets(path)):
+        if registered(ns, op):
+            continue
+        if ns in OP_LIBRARIES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(OP_LIBRARIES[ns])
+        if not registered(ns, op):
+            raise CliError(
+                f"{path} calls the custom op torch.ops.{ns}.{op}, which no library this command knows registers"
+                + (f" (importing {OP_LIBRARIES[ns]} did not)" if ns in OP_LIBRARIES else "")
+                + ": lower it from Python after importing the library that defines the op (et_tensorrt.save)"
+            )
+
+
 def load_program(path: str):
     """The ExportedProgram in ``path`` (the parser has checked that it is a file)."""
     import torch
 
     check_program_file(path)
     register_saved_nodes(path)
+    register_saved_ops(path)
     with _load_log() as records:
         try:
             program = torch.export.load(path)
