@@ -179,9 +179,9 @@ def _declared_dims(program) -> list[tuple[int, str, int, int, int]]:
 
 def _warn_narrowed(declared: Mapping[str, list], manager) -> None:
     """ExecuTorch plans each method input at the largest size the lowered program allows, and its runtime refuses a
-    larger one, whatever range the engine was built for; where that size is below the declared maximum (torch's
-    decomposition in ``to_edge`` can keep a derived dim's symbol below it), the lowering says so, with the range
-    kept."""
+    larger one, whatever range the engine was built for; where that size is below the declared maximum (a guard
+    some stage installs that :func:`_declared_ranges_kept` does not leave out), the lowering says so, with the
+    range kept."""
     import warnings
 
     from .errors import DynamicRangeWarning
@@ -210,8 +210,9 @@ def _declared_ranges_kept():
     runs each delegate's original program for its outputs' shapes), and torch's fake convolution asks there whether
     oneDNN (mkldnn) would pick its kernel: one of its tests, ``numel > 20480``, is guarded at the example's size,
     which keeps every dim it reads to that side. A stride-20 Conv1d over up to 32,000 samples traced at 8,000 is kept
-    to 20,480 (``Dim`` or ``20 * Dim``), and ExecuTorch plans, and its runtime holds, the input to that. The lowering
-    runs no CPU convolution, so it asks with oneDNN off: no kernel choice is guarded, the declared range is kept."""
+    to 20,480 (``Dim`` or ``20 * Dim``), and ExecuTorch plans, and its runtime holds, the input to that. Nothing the
+    lowering computes depends on which CPU kernel would run, so it runs those stages with oneDNN off (process-wide
+    while they run): no kernel choice is guarded, the declared range is kept."""
     return torch.backends.mkldnn.flags(enabled=False)
 
 
