@@ -12,7 +12,6 @@ import torch
 
 import et_tensorrt
 from et_tensorrt.partition import llama_custom_ops
-from et_tensorrt.testing import decoders
 
 custom_ops = pytest.importorskip("executorch.extension.llm.custom_ops.custom_ops")
 
@@ -122,18 +121,7 @@ def test_voxtral_realtime(voxtral_realtime):
     assert sum(p.bytes_copied for p in runner.last_plans) <= 2 * logits + 256
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="the gated delta net (issue 50 item 1, another change): forward splits into 2 partitions",
-)
-def test_qwen3_5():
-    decoder = decoders.executorch_qwen3_5()
-    pte = et_tensorrt.lower(decoder.program)
-    (report,) = et_tensorrt.lower.last_reports.values()
-    assert len(report.partitions) == 1 and not report.host_nodes
-    steps = decoders.decode(decoder, pte, [3, 5, 7, 9, 11, 13])
-    assert max(s.max_error for s in steps) < TOLERANCE
+# ExecuTorch's qwen3_5 (the gated delta net): tests/backend/test_backend_gated_delta_net.py lowers and decodes it.
 
 
 def _gemma4():
