@@ -85,7 +85,8 @@ class MethodsDriver:
         seed: int | None = None,
     ) -> Generation:
         """``temperature``/``top_k``/``top_p``: :class:`~et_tensorrt.llm.sampling.Sampling`'s (its defaults; a
-        program that chooses its token samples as it was exported to, and these, when given, must say the same).
+        program that chooses its token takes them as call inputs, its export's choices the defaults and its top_k the
+        most a request may ask; temperature 0 is its argmax).
         ``seed``: the draws' (the same seed, the same text, on every machine); default one drawn from torch's
         generator (``torch.manual_seed`` makes it repeat). ``on_token``: called with each piece of text (bytes) as
         it is generated."""
