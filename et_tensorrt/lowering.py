@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Mapping, Sequence
@@ -205,6 +206,7 @@ def _warn_narrowed(declared: Mapping[str, list], manager) -> None:
         )
 
 
+@contextlib.contextmanager
 def _declared_ranges_kept():
     """ExecuTorch re-runs the program's fake tensors after export (``to_edge``'s view-copy pass; ``to_executorch``
     runs each delegate's original program for its outputs' shapes), and torch's fake convolution asks there whether
@@ -212,8 +214,14 @@ def _declared_ranges_kept():
     which keeps every dim it reads to that side. A stride-20 Conv1d over up to 32,000 samples traced at 8,000 is kept
     to 20,480 (``Dim`` or ``20 * Dim``), and ExecuTorch plans, and its runtime holds, the input to that. Nothing the
     lowering computes depends on which CPU kernel would run, so it runs those stages with oneDNN off (process-wide
-    while they run): no kernel choice is guarded, the declared range is kept."""
-    return torch.backends.mkldnn.flags(enabled=False)
+    while they run): no kernel choice is guarded, the declared range is kept. Only that switch: torch's own
+    ``mkldnn.flags()`` also sets oneDNN's TF32 flag, which warns on every CPU without an Intel GPU."""
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
 
 
 def _shape_envs(programs) -> list:
