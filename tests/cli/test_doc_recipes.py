@@ -62,7 +62,11 @@ def test_next_token_recipe_samples_in_the_engine_the_same_text_in_every_process(
     assert "dict_keys(['et_tensorrt_0'])" in proc.stdout
     text = printed(proc.stdout, "MethodsDriver: ")
     assert printed(proc.stdout, "Runner: ") == text
-    (generate,) = commands(STATEFUL, heading)
+    generate, cooler, greedy = commands(STATEFUL, heading)  # the seed's text, another temperature, the argmax
     result = run_cli(*generate, cwd=tmp_path)
     assert result.status == 0, result.stderr
     assert result.stdout.startswith("the cat" + text.rstrip("\ufffd")), result.stdout
+    assert run_cli(*cooler, cwd=tmp_path).status == 0
+    result = run_cli(*greedy, cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    assert result.stdout.startswith("the cat" + printed(proc.stdout, "greedy: ").rstrip("\ufffd")), result.stdout

@@ -8,7 +8,14 @@ from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 from et_tensorrt.backend import EtTensorRTBackend
-from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
+from et_tensorrt.compile_specs import (
+    BACKEND_ID,
+    EXECUTION_DEVICE,
+    METHOD_INPUT_NAMES,
+    PARTITION_COUNT,
+    PARTITION_INDEX,
+    decode,
+)
 from et_tensorrt.partition import TensorRTPartitioner
 
 
@@ -29,6 +36,7 @@ def _check(edge_manager, partitioner):
         EXECUTION_DEVICE: "cuda:0",
         PARTITION_INDEX: "1",  # progress lines: "engine 1/1"
         PARTITION_COUNT: "1",
+        METHOD_INPUT_NAMES: '["x"]',  # what run --inputs takes by name (issue 54 row 5)
     }
     assert len(module.processed_bytes) > 0
     # nonzero stays outside, as the report says.

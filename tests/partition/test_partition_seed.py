@@ -2,7 +2,14 @@
 
 from models import HostBranch, seed_inputs
 
-from et_tensorrt.compile_specs import BACKEND_ID, EXECUTION_DEVICE, PARTITION_COUNT, PARTITION_INDEX, decode
+from et_tensorrt.compile_specs import (
+    BACKEND_ID,
+    EXECUTION_DEVICE,
+    METHOD_INPUT_NAMES,
+    PARTITION_COUNT,
+    PARTITION_INDEX,
+    decode,
+)
 from et_tensorrt.partition import ReasonCode, TensorRTPartitioner, explain
 from et_tensorrt.partition.device_rules import cast_devices
 
@@ -45,7 +52,12 @@ def test_delegation_spec_names_backend_and_device(fake_edge):
     result = TensorRTPartitioner(target_device="cuda", min_block_size=1)(fake_edge(HostBranch, seed_inputs))
     (spec,) = result.partition_tags.values()
     assert spec.backend_id == BACKEND_ID == "EtTensorRTBackend"
-    assert decode(spec.compile_specs) == {EXECUTION_DEVICE: "cuda:0", PARTITION_INDEX: "1", PARTITION_COUNT: "1"}
+    assert decode(spec.compile_specs) == {
+        EXECUTION_DEVICE: "cuda:0",
+        PARTITION_INDEX: "1",
+        PARTITION_COUNT: "1",
+        METHOD_INPUT_NAMES: '["x"]',  # what run --inputs takes by name (issue 54 row 5)
+    }
     assert all(s.key != "target_device" for s in spec.compile_specs)
 
 
