@@ -47,6 +47,7 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x
 TRT_VARIANT = "cu13"  # the device machine's torch is +cu130
 # What the runtime needs from the ExecuTorch wheel: headers, the runtime, its CPU kernels (and their pool).
 EXECUTORCH_LIBS = ("libexecutorch.so", "libexecutorch_kernels_optimized.so", "libexecutorch_threadpool.so")
+EXECUTORCH_CONFIG = "executorch/lib/cmake/executorch/executorch-config.cmake"
 # Sources the device machine builds and runs (compared by SHA-256 with the working tree that arrives there).
 SOURCE_PREFIXES = ("et_tensorrt/", "extension/", "pybindings/", "scripts/gpu_check/")
 SOURCE_FILES = ("CMakeLists.txt", "setup.py", "cmake_args.py", "pyproject.toml", "scripts/gpu_check.sh")
@@ -119,11 +120,12 @@ def trim_executorch(wheel: Path, out: Path) -> Path:
     with zipfile.ZipFile(wheel) as z:
         record_name = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
         hashes = transport.record_hashes(z.read(record_name).decode())
-        libs = {f"executorch/lib/{lib}" for lib in EXECUTORCH_LIBS}
+        # and the wheel's CMake config: CMakeLists.txt reads ExecuTorch's compile definitions from it
+        libs = {f"executorch/lib/{lib}" for lib in EXECUTORCH_LIBS} | {EXECUTORCH_CONFIG}
         wanted = [n for n in z.namelist() if (n.startswith("executorch/include/") and not n.endswith("/")) or n in libs]
-        missing = [lib for lib in EXECUTORCH_LIBS if f"executorch/lib/{lib}" not in wanted]
+        missing = [name for name in sorted(libs) if name not in wanted]
         if missing:
-            raise SystemExit(f"{wheel.name} has no {missing}: executorch>=1.5.1,<1.6 ships them in executorch/lib")
+            raise SystemExit(f"{wheel.name} has no {missing}: executorch>=1.5.1,<1.6 ships them")
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as trimmed:
             for name in wanted:
                 data = z.read(name)
