@@ -66,6 +66,14 @@ def check_program_file(path: str) -> None:
 _SPEC = re.compile(rb'"(?:in_spec|out_spec)":\s*("(?:[^"\\]|\\.)*")')
 
 
+def _json_members(archive: zipfile.ZipFile, models_only: bool = False):
+    """The bytes of each JSON member of a ``torch.export.save`` archive (``models_only``: the graphs' own, under
+    ``models/``), read one at a time."""
+    for name in archive.namelist():
+        if name.endswith(".json") and (not models_only or "/models/" in f"/{name}"):
+            yield archive.read(name)
+
+
 def _spec_types(path: str) -> set[str]:
     """The pytree node type names the program's input and output specs use."""
     found: set[str] = set()
@@ -78,10 +86,8 @@ def _spec_types(path: str) -> set[str]:
                 walk(child)
 
     with zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            if not name.endswith(".json") or "/models/" not in f"/{name}":
-                continue
-            for match in _SPEC.finditer(archive.read(name)):
+        for data in _json_members(archive, models_only=True):
+            for match in _SPEC.finditer(data):
                 with contextlib.suppress(ValueError, TypeError, IndexError):
                     walk(json.loads(json.loads(match.group(1)))[1])
     return found
@@ -172,11 +178,7 @@ def _records_cuda(path: str) -> bool:
     """Whether a .pt2 archive records tensors on a cuda device (its JSON tensor metadata says so)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return any(
-                re.search(rb'"device":\s*\{"type":\s*"cuda"', archive.read(name))
-                for name in archive.namelist()
-                if name.endswith(".json")
-            )
+            return any(re.search(rb'"device":\s*\{"type":\s*"cuda"', data) for data in _json_members(archive))
     except (OSError, zipfile.BadZipFile):
         return False
 
@@ -231,9 +233,8 @@ def _saved_op_targets(path: str) -> set[tuple[str, str]]:
     """(namespace, op) of each ``torch.ops.NS.OP.overload`` target the archive's graphs name."""
     found: set[tuple[str, str]] = set()
     with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            if name.endswith(".json"):
-                found |= set(re.findall(rb'"target":\s*"torch\.ops\.(\w+)\.(\w+)', archive.read(name)))
+        for data in _json_members(archive, models_only=True):
+            found |= set(re.findall(rb'"target":\s*"torch\.ops\.(\w+)\.(\w+)', data))
     return {(ns.decode(), op.decode()) for ns, op in found}
 
 
