@@ -40,22 +40,17 @@ def _hf_identity(path: str) -> TokenizerIdentity | None:
 
 
 def _native_identity(path: str) -> TokenizerIdentity | None:
-    try:
-        import pytorch_tokenizers as pt
-    except ImportError:
-        return None
-    from .runner_output import _Captured
+    from .runner_output import _Captured, _native_tokenizer
 
-    for kind in ("CppTiktoken", "CppSPTokenizer", "CppLlama2cTokenizer"):
-        with _Captured(2):  # the readers log what they read
-            try:
-                reader = getattr(pt, kind)()
-                reader.load(path)
-                bos, eos = int(reader.bos_tok()), int(reader.eos_tok())
-                return TokenizerIdentity(int(reader.vocab_size()), {bos: "BOS", eos: "EOS"}, False)
-            except Exception:  # noqa: BLE001 - not this format: the next one
-                continue
-    return None
+    reader = _native_tokenizer(path)
+    if reader is None:
+        return None
+    with _Captured(2):
+        try:
+            bos, eos = int(reader.bos_tok()), int(reader.eos_tok())
+            return TokenizerIdentity(int(reader.vocab_size()), {bos: "BOS", eos: "EOS"}, False)
+        except Exception:  # noqa: BLE001 - a reader that names neither: nothing known
+            return None
 
 
 def tokenizer_identity(tokenizer: str | os.PathLike) -> TokenizerIdentity | None:
