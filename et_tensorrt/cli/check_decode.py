@@ -94,10 +94,9 @@ class _Outputs:
 
 def decoding_methods(data: bytes) -> tuple[str, ...] | None:
     """The methods an LLM program takes tokens with, when it has the constant methods the drivers read; else None."""
-    from ..llm.constants import _method_names, missing_methods
+    from ..llm.constants import _method_names, decoding_methods, missing_methods
 
-    names = _method_names(data)
-    decoding = ("prefill", "decode") if {"prefill", "decode"} <= names else ("forward",)
+    decoding = decoding_methods(_method_names(data))
     return None if missing_methods(data, decoding) else decoding
 
 

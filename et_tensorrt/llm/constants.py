@@ -44,6 +44,12 @@ def _method_names(pte: bytes) -> set[str]:
     return set(method_names(pte))
 
 
+def decoding_methods(names) -> tuple[str, ...]:
+    """The methods a program of these method names takes tokens with: ``prefill`` and ``decode`` where it has both,
+    else ``forward``."""
+    return ("prefill", "decode") if {"prefill", "decode"} <= set(names) else ("forward",)
+
+
 def missing_methods(pte: bytes, decoding: Sequence[str] = ("forward",)) -> list[str]:
     """The methods TextLLMRunner (``decoding``: the methods that take tokens) needs that ``pte`` lacks."""
     names = _method_names(pte)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..errors import RunnerError
-from .constants import _method_names, missing_methods
+from .constants import _method_names, decoding_methods, missing_methods
 from .outcome import (
     STOP_CONTEXT,
     STOP_EOS,
@@ -51,7 +51,7 @@ class MethodsDriver:
         with open(model, "rb") as f:
             pte = f.read()
         names = _method_names(pte)
-        decoding = ("prefill", "decode") if {"prefill", "decode"} <= names else ("forward",)
+        decoding = decoding_methods(names)
         missing = missing_methods(pte, decoding)
         if missing:
             raise RunnerError(
