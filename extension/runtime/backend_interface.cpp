@@ -59,9 +59,10 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
                                                      context.get_method_name());
       if (phase.active()) {  // what init did: deserialized the engine, built it on the device, or loaded the fallback
         const ExecutorChoice& c = handle->choice();
-        phase.end(kEventInit, "executor=" + c.executor +
-                                  (c.engine_origin.empty() ? "" : "; engine=" + c.engine_origin) +
-                                  (c.reason.empty() ? "" : "; reason=" + c.reason));
+        phase.end(init_event_name(compile_spec_int(specs, "et_tensorrt.partition_index"),
+                                  compile_spec_int(specs, "et_tensorrt.partition_count")),
+                  "executor=" + c.executor + (c.engine_origin.empty() ? "" : "; engine=" + c.engine_origin) +
+                      (c.reason.empty() ? "" : "; reason=" + c.reason));
       }
       return handle;
     } catch (const BlobFormatError& e) {

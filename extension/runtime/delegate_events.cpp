@@ -23,4 +23,9 @@ std::string executor_event_name(const std::string& executor) {
   return executor == "tensorrt" ? executor : executor + " fallback";
 }
 
+std::string init_event_name(int partition, int partitions) {
+  if (partitions <= 1) return kEventInit;
+  return std::string(kEventInit) + " " + std::to_string(partition) + "/" + std::to_string(partitions);
+}
+
 }  // namespace et_tensorrt

@@ -2,8 +2,9 @@
 // (input binding and copies, the executor's run, output copies) and one at init, logged through ExecuTorch's
 // delegate hooks (event_tracer_hooks_delegate.h) into the tracer the runtime passes in its contexts. With no
 // tracer attached nothing is read, timed or logged: every member is a null check first.
-// Names are the delegate's debug identifiers (string ids: ExecuTorch takes a name or an int id, not both); a
-// preprocess debug_handle_map keyed by them would map them to the partition's source nodes (not written yet).
+// Names are the delegate's debug identifiers (string ids: ExecuTorch takes a name or an int id, not both); the
+// preprocess debug_handle_map is keyed by them (et_tensorrt/backend/debug_handles.py spells them too), mapping each
+// to the partition's source nodes for Inspector with an ETRecord.
 #pragma once
 
 #include <executorch/runtime/core/event_tracer.h>
@@ -34,5 +35,10 @@ class DelegatePhase {
 
 // The executor's event name: what ran ("tensorrt", "pytorch fallback").
 std::string executor_event_name(const std::string& executor);
+
+// The init event's name: kEventInit, with "i/n" when the method has several partitions. ExecuTorch logs every
+// delegate's init outside any instruction, so only the name tells the partitions' init events apart (Inspector
+// keeps one event of a name per instruction).
+std::string init_event_name(int partition, int partitions);
 
 }  // namespace et_tensorrt

@@ -24,17 +24,6 @@ constexpr const char* kHint =
     "; the program keeps its delegate data outside the .pte: load its .ptd with it (Runner(pte, data_path=...), "
     "et-tensorrt run --data, TextLLMRunner(model, tokenizer, data_path), Runtime.load_program(pte, data_path=...))";
 
-// A compile spec's decimal value (the partitioner writes str(int)); 0 when absent or not a small number.
-int spec_int(executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs, const char* key) {
-  for (const auto& spec : specs) {
-    if (spec.key == nullptr || std::strcmp(spec.key, key) != 0 || spec.value.buffer == nullptr) continue;
-    const std::string text(static_cast<const char*>(spec.value.buffer), spec.value.nbytes);
-    const bool number = !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
-    return number ? std::stoi(text) : 0;
-  }
-  return 0;
-}
-
 bool trusted() {
   const char* value = std::getenv(kTrustNamedDataEnv);
   return value != nullptr && std::string(value) == "1";
@@ -146,10 +135,20 @@ NamedData resolve_named_data(const DelegateBlob& blob, const executorch::runtime
   return out;
 }
 
+int compile_spec_int(executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs, const char* key) {
+  for (const auto& spec : specs) {
+    if (spec.key == nullptr || std::strcmp(spec.key, key) != 0 || spec.value.buffer == nullptr) continue;
+    const std::string text(static_cast<const char*>(spec.value.buffer), spec.value.nbytes);
+    const bool number = !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+    return number ? std::stoi(text) : 0;
+  }
+  return 0;
+}
+
 InitSite::InitSite(const char* method, executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs) {
   static thread_local Site site;
-  site = Site{method != nullptr ? method : "", spec_int(specs, "et_tensorrt.partition_index"),
-              spec_int(specs, "et_tensorrt.partition_count")};
+  site = Site{method != nullptr ? method : "", compile_spec_int(specs, "et_tensorrt.partition_index"),
+              compile_spec_int(specs, "et_tensorrt.partition_count")};
   t_site = &site;
 }
 

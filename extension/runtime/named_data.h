@@ -37,6 +37,9 @@ constexpr const char* kTrustNamedDataEnv = "ET_TENSORRT_TRUST_NAMED_DATA";
 // `map` lacks it or its bytes differ. A blob without NAMED_DATA needs no map.
 NamedData resolve_named_data(const DelegateBlob& blob, const executorch::runtime::NamedDataMap* map);
 
+// A compile spec's decimal value (the partitioner writes str(int)); 0 when absent or not a small number.
+int compile_spec_int(executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs, const char* key);
+
 // Which delegate is being initialized, for the errors: the backend's init sets it for the duration of one init
 // (ExecuTorch's method name; the partition index and count the partitioner recorded in the compile specs,
 // "et_tensorrt.partition_index" / "et_tensorrt.partition_count", 1-based).
