@@ -28,7 +28,7 @@ from torch.export import ExportedProgram
 
 from et_tensorrt import compile_specs as cs
 from et_tensorrt import progress
-from et_tensorrt.backend import engine_sharing
+from et_tensorrt.backend import debug_handles, engine_sharing
 from et_tensorrt.backend.stages import STAGES
 from et_tensorrt.backend.stages.job import PartitionExport, PartitionJob, record_exports, stats
 from et_tensorrt.backend.stages.serialize import state_table
@@ -89,6 +89,8 @@ class EtTensorRTBackend(BackendDetails):
                 job.program_marker = marker if job.shared_states else None
                 results[method][i] = _run(job, built)
                 built.append(job)
+        for method_results in results.values():  # ExecuTorch logs init outside the delegates' instructions
+            debug_handles.share_init_entries([r.debug_handle_map for r in method_results])
         return results
 
 
@@ -114,4 +116,16 @@ def _run(job: PartitionJob, built: list[PartitionJob] = ()) -> PreprocessResult:
             stage.run(job)
         if stage.name == "metadata" and built and job.build.share_engines:
             shares = engine_sharing.take_engine(job, built)
-    return PreprocessResult(processed_bytes=job.blob, data_store_output=job.data_store)
+    return PreprocessResult(
+        processed_bytes=job.blob,
+        data_store_output=job.data_store,
+        debug_handle_map=debug_handles.debug_handle_map(  # the delegate's events -> the partition's nodes
+            job.edge_program, _spec_int(job.options, cs.PARTITION_INDEX), _spec_int(job.options, cs.PARTITION_COUNT)
+        ),
+    )
+
+
+def _spec_int(options: dict[str, str], key: str) -> int:
+    """A decoded compile spec's decimal value; 0 when absent or not a number (as the runtime reads it)."""
+    value = options.get(key, "")
+    return int(value) if value.isdigit() else 0
