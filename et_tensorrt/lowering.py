@@ -85,7 +85,10 @@ def lower(model: Programs, example_inputs: Sequence[torch.Tensor] = (), **option
     see :func:`et_tensorrt.llm.llm_methods`; default: the ``constant_methods`` the methods carry, as
     :func:`et_tensorrt.llm.export_encoder_decoder`'s do). ``progress``: True shows each partition's stages as they
     run (a bar on a terminal, log lines otherwise), or an :class:`et_tensorrt.progress.Progress` to show and record
-    them. Every option is checked before any work: a bad value raises ``OptionError`` (or ``ValueError``).
+    them. ``etrecord``: a path to write ExecuTorch's ETRecord of the lowering to (it holds copies of the exported
+    and edge programs, weights included), which ``executorch.devtools.Inspector`` reads with an ETDump to show the
+    delegate's events against each partition's source ops (docs/profiling.md). Every option is checked before any
+    work: a bad value raises ``OptionError`` (or ``ValueError``).
     The program comes back as one ``bytes`` (a copy of it all): for a large model, :func:`save` writes the files
     piece by piece instead.
     """
@@ -102,6 +105,7 @@ def lower_program(
     build_options: BuildOptions | None = None,
     constant_methods: Mapping[str, Any] | None = None,
     progress: Any = None,
+    etrecord: str | os.PathLike | None = None,
     _in_memory: bool = False,
     _caller: str = "lower_program",
     **options: Any,
@@ -124,6 +128,8 @@ def lower_program(
         _check_methods(model, example_inputs, dynamic_shapes)
     else:
         _check_model(model, example_inputs, _caller)
+    if etrecord is not None:
+        _check_writable(etrecord, "etrecord")
     if _in_memory and build.named_data == "ptd":
         raise OptionError(
             "named_data='ptd' writes the weights to a .ptd file beside the .pte: use et_tensorrt.save(path, ...) "
@@ -152,6 +158,7 @@ def lower_program(
                     program,
                     partitioner={name: [p] for name, p in partitioners.items()} if methods else [partitioners[""]],
                     constant_methods=dict(constant_methods) if constant_methods else None,
+                    generate_etrecord=etrecord is not None,
                 )
             lower.last_reports = {name or "forward": p.report for name, p in partitioners.items()}
             lower.last_report = list(lower.last_reports.values())[-1]
@@ -162,9 +169,34 @@ def lower_program(
                 )
         finally:  # a failed lowering leaves none pending either
             _drop_pending_symbols(shape_envs)
+        if etrecord is not None:
+            with steps.step("program", "write ETRecord"):
+                _write_etrecord(manager, etrecord)
     _warn_narrowed(declared, manager)
     _forget_lowered_modules()
     return manager
+
+
+def _check_writable(path: str | os.PathLike, option: str) -> None:
+    """OptionError before any work when ``path`` cannot be written: a folder, or in a folder that is missing or not
+    writable."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OptionError(f"{option} {path!r} is a folder; name the file to write")
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise OptionError(f"{option} {path!r}: the folder {folder!r} does not exist or is not writable")
+
+
+def _write_etrecord(manager, path: str | os.PathLike) -> None:
+    """The lowering's ETRecord (ExecuTorch's: the exported, edge and ExecuTorch programs, with each delegate's
+    debug-handle map) written to ``path``, for ``executorch.devtools.Inspector`` (docs/profiling.md, "ETRecord")."""
+    try:
+        manager.get_etrecord().save(os.fspath(path))
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write the ETRecord {os.fspath(path)!r}: {e.strerror}") from e
+    finally:
+        manager._etrecord = None  # it holds copies of the programs and their weights: gone with the file written
 
 
 def _declared_dims(program) -> list[tuple[int, str, int, int, int]]:

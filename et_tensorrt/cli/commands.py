@@ -60,7 +60,7 @@ def _request(args, programs, source: str) -> LoweringRequest:
 def cmd_lower(args) -> int:
     program, path = load_programs(args.program)
     request = _request(args, program, path)
-    lower_program(program, request, args.debug, source=path, output=args.output)
+    lower_program(program, request, args.debug, source=path, output=args.output, etrecord=args.etrecord)
     return EXIT_OK
 
 

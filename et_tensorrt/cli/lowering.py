@@ -5,6 +5,7 @@ lowering that delegated nothing."""
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -81,11 +82,13 @@ def lower_program(
     source: str,
     record: bool = False,
     output: str | None = None,
+    etrecord: str | None = None,
 ) -> Lowered:
     """Lower ``program`` (an ExportedProgram; ``source`` names it in build-cache entries); prints as it goes,
     each partition's stages too (a progress bar on a terminal, lines otherwise). ``record``: keep each partition's
     ONNX export for ``check`` (a build-cache hit then still exports it). ``output``: write the program there (and
-    its .ptd beside it) piece by piece instead of returning its bytes. Raises UsageError for a
+    its .ptd beside it) piece by piece instead of returning its bytes. ``etrecord``: write the lowering's ETRecord
+    there too. Raises UsageError for a
     ``--torch-executed-op`` that matches no node, NothingDelegated when nothing was delegated."""
     from .. import lower, lowering
     from ..backend import preprocess
@@ -118,6 +121,7 @@ def lower_program(
                     progress=progress,
                     cuda_graph=request.cuda_graph if isinstance(request.cuda_graph, bool) else list(request.cuda_graph),
                     constant_methods=request.constant_methods,
+                    etrecord=etrecord,
                 )
                 if output is None:
                     data = manager.buffer
@@ -156,6 +160,8 @@ def lower_program(
         print(f"wrote {saved.path} ({saved.pte_bytes:,} bytes)")
         if saved.data_path:
             print(f"wrote {saved.data_path} ({saved.ptd_bytes:,} bytes: the program's named data; run it with --data)")
+    if etrecord is not None:
+        print(f"wrote {etrecord} ({os.path.getsize(etrecord):,} bytes: the ETRecord, for Inspector)")
     return Lowered(data, report, dict(exports), saved)
 
 

@@ -390,6 +390,13 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
         "prefill=prefill.pt2 decode=decode.pt2): one program whose methods share their KV cache, engine and weights",
     )
     p.add_argument("-o", "--output", type=_output_file, required=True, metavar="PTE", help="the .pte to write")
+    p.add_argument(
+        "--etrecord",
+        type=_output_file,
+        metavar="PATH",
+        help="also write ExecuTorch's ETRecord of the lowering, for executorch.devtools.Inspector with an ETDump "
+        "(docs/profiling.md)",
+    )
     _lowering_options(p)
 
     p = sub.add_parser(
