@@ -289,8 +289,8 @@ def run_next_token(kind: str) -> list[NextTokenRow]:
     prompt of 4, then NEXT_TOKEN_STEPS decode steps, each call's token fed to the next as it is."""
     from et_tensorrt import Runner
     from et_tensorrt.llm import export_causal_lm
+    from et_tensorrt.llm.runner.token_loop import Signature, TokenLoop
     from et_tensorrt.llm.sampling import Sampling
-    from et_tensorrt.llm.token_loop import Signature, TokenLoop
 
     rows = []
     for head in (None, Sampling(), Sampling(**SEEDED)):

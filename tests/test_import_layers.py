@@ -227,6 +227,50 @@ def test_imports_run_down_the_layers():
     assert bad == [], "imports against the layers (docs/architecture.md, 'Layers'):\n" + "\n".join(bad)
 
 
+# Inside llm/, shaped as ExecuTorch's extension/llm: the exporters and the drivers import what both read (the modules
+# at llm/'s top: constants, sampling, media), never each other; those shared modules import neither side. Only
+# llm/__init__.py (the public names) reaches into both.
+LLM_SIDES = ("et_tensorrt.llm.export", "et_tensorrt.llm.runner")
+
+
+def llm_side(module: str) -> str | None:
+    """``et_tensorrt.llm.export``, ``et_tensorrt.llm.runner``, ``shared`` (a module at llm/'s top), or None (outside
+    llm/, or llm/__init__.py)."""
+    if not module.startswith("et_tensorrt.llm."):
+        return None
+    return next((side for side in LLM_SIDES if module == side or module.startswith(side + ".")), "shared")
+
+
+def across_llm_sides(found: list[Import]) -> list[Import]:
+    bad = []
+    for i in found:
+        source, target = llm_side(i.source), llm_side(i.target)
+        if target in LLM_SIDES and source is not None and source != target:
+            bad.append(i)  # a driver importing an exporter, an exporter a driver, or a shared module either
+    return bad
+
+
+def test_llm_exporters_and_drivers_import_only_what_they_share():
+    bad = [f"{i.source}:{i.line} imports {i.target}" for i in across_llm_sides(imports())]
+    assert bad == [], "llm/export and llm/runner import each other (docs/architecture.md, 'Layers'):\n" + "\n".join(bad)
+
+
+def test_llm_side_check_catches_a_crossing():
+    """The rule above, on made-up imports: it can fail."""
+    crossing = [
+        Import("et_tensorrt.llm.runner.transcribe", "et_tensorrt.llm.export.speech", 1, False, False),
+        Import("et_tensorrt.llm.export.causal", "et_tensorrt.llm.runner.token_loop", 1, True, False),
+        Import("et_tensorrt.llm.sampling", "et_tensorrt.llm.export.causal", 1, False, True),
+    ]
+    allowed = [
+        Import("et_tensorrt.llm.runner.transcribe", "et_tensorrt.llm.constants", 1, False, False),
+        Import("et_tensorrt.llm.export.causal", "et_tensorrt.llm.export.recurrent", 1, True, False),
+        Import("et_tensorrt.llm", "et_tensorrt.llm.runner.opening", 1, False, True),
+        Import("et_tensorrt.cli.generate", "et_tensorrt.llm.runner.opening", 1, True, False),
+    ]
+    assert across_llm_sides(crossing + allowed) == crossing
+
+
 def test_runtime_and_format_never_import_the_backend():
     bad = [
         i
@@ -260,6 +304,7 @@ def report(found: list[Import]) -> None:
     ]
     print(f"runtime -> backend imports: {len(runtime_backend)}")
     print(f"function-local imports of the package's modules: {sum(i.local for i in found)}")
+    print(f"imports between llm/export and llm/runner: {len(across_llm_sides(found))}")
     bad = against_layers(found)
     print(f"imports against the layers: {len(bad)}")
     for i in bad:

@@ -4,10 +4,10 @@ their own buffers (one per name across the methods, as the lowering shares them)
 outputs (the logits, or the token a sampling head chose) are compared, the tokens must be the same, and each
 engine's ONNX is run by onnxruntime on the first call that engine got (its states as the call found them).
 
-Both sides are driven by the drivers' own token loop (llm/token_loop.py) with the program's signature and sampling
-(llm/generation.py reads them from the lowered program's constant methods), from the same prompt and seed. Each call
-gets the token the eager reference chose, so that one near tie cannot make the rest of the comparison meaningless:
-a different token still fails the check."""
+Both sides are driven by the drivers' own token loop (llm/runner/token_loop.py) with the program's signature and
+sampling (llm/runner/program_facts.py reads them from the lowered program's constant methods), from the same prompt and
+seed. Each call gets the token the eager reference chose, so that one near tie cannot make the rest of the comparison
+meaningless: a different token still fails the check."""
 
 from __future__ import annotations
 
@@ -107,9 +107,9 @@ def decode_and_check(
     ``programs`` (what was lowered), and checks each call, the tokens and each engine's ONNX."""
     from .. import Runner, inspection
     from ..llm.constants import _method_names
-    from ..llm.program_facts import _constants, _program_facts
+    from ..llm.runner.program_facts import _constants, _program_facts
+    from ..llm.runner.token_loop import TokenLoop
     from ..llm.sampling import Sampling
-    from ..llm.token_loop import TokenLoop
     from ..runtime.executors import record_calls
     from .common import backend_log, quiet_native_stderr
     from .eager import EagerProgram

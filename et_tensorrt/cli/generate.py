@@ -17,12 +17,12 @@ from .progress import notice
 
 
 def _runner_kind(pte: str) -> str:
-    """ "TextLLMRunner", "MethodsDriver", "MultimodalRunner" or "Transcriber" (et_tensorrt.llm.opening, the choice
-    the Python API makes too), from the method names alone; CliError for a program none can run."""
+    """ "TextLLMRunner", "MethodsDriver", "MultimodalRunner" or "Transcriber" (et_tensorrt.llm.runner.opening, the
+    choice the Python API makes too), from the method names alone; CliError for a program none can run."""
     from .. import inspection
     from ..errors import RunnerError
     from ..format.pte_tables import PteTableError
-    from ..llm.driver_choice import driver_kind
+    from ..llm.runner.driver_choice import driver_kind
 
     try:
         return driver_kind(inspection.read_flatbuffer(pte), pte)
@@ -93,7 +93,7 @@ def cmd_generate(args) -> int:
     data = data_file(args.pte, args.data)
     load_torch(args.debug)
     from ..errors import InputShapeError, OptionError, RunnerError
-    from ..llm.opening import driver_class
+    from ..llm.runner.opening import driver_class
     from ..llm.sampling import Sampling
 
     asked = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p}

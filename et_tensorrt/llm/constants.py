@@ -27,9 +27,25 @@ AUDIO_ENCODER = "audio_encoder"
 TOKEN_EMBEDDING = "token_embedding"
 TEXT_DECODER = "text_decoder"
 # ours: the transformers processor an image or audio goes through before its encoder (media.processor_to_json), the
-# same key the encoder–decoder programs use for their feature extractor (speech.py)
+# same key the encoder–decoder programs use for their feature extractor (below)
 IMAGE_PROCESSOR = "get_image_processor"
 FEATURE_EXTRACTOR = "get_feature_extractor"
+
+# The constant methods of an encoder–decoder program (export/speech.py writes them, runner/transcribe.py reads them).
+MAX_SEQ_LEN = "get_max_seq_len"  # the decoder's positions (its self-attention cache), as llm_methods
+VOCAB_SIZE = "get_vocab_size"
+EOS_IDS = "get_eos_ids"
+DECODER_PROMPT = "get_decoder_prompt_ids"  # the decoder's first tokens: the start token, then any forced ones
+ENCODER_INPUT = "get_encoder_input"  # the encoder's input: input_ids, input_features, input_values, inputs_embeds
+MAX_INPUT_LEN = "get_max_input_len"  # its longest length (tokens, feature frames or samples)
+FIXED_INPUT_LEN = "get_fixed_input_len"  # whether it takes exactly that length (Whisper's window: audio padded to it)
+# speech models only
+SAMPLING_RATE = "get_sampling_rate"
+MAX_AUDIO_SAMPLES = "get_max_audio_samples"  # the longest audio the encoder takes, in samples
+MIN_AUDIO_SAMPLES = "get_min_audio_samples"  # the shortest
+# FEATURE_EXTRACTOR (above): its transformers feature extractor (media.processor_to_json)
+SEQ2SEQ_METHODS = (MAX_SEQ_LEN, VOCAB_SIZE, EOS_IDS, DECODER_PROMPT, ENCODER_INPUT, MAX_INPUT_LEN, FIXED_INPUT_LEN)
+SPEECH_METHODS = (SAMPLING_RATE, MAX_AUDIO_SAMPLES, MIN_AUDIO_SAMPLES, FEATURE_EXTRACTOR)
 
 
 def is_multimodal(names) -> bool:

@@ -1,4 +1,4 @@
-"""Tokens in chunks: the layout every chunked recurrence here computes in (llm/state_scans.py's Mamba scans, the
+"""Tokens in chunks: the layout every chunked recurrence here computes in (llm/export/state_scans.py's Mamba scans, the
 gated delta rule of partition/delta_rule.py), for a token count that is an int or a symbolic size of a dynamic
 export alike."""
 

@@ -73,7 +73,7 @@ def executorch_llama(
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
 
-    from et_tensorrt.llm.causal import LlamaExport
+    from et_tensorrt.llm.export.causal import LlamaExport
 
     args = ModelArgs(
         dim=dim,
@@ -155,7 +155,7 @@ def hf_inputs(tokens, start):
 def hf_llama(layers: int = 2) -> Decoder:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from et_tensorrt.llm.causal import HFStaticCacheExport
+    from et_tensorrt.llm.export.causal import HFStaticCacheExport
 
     config = LlamaConfig(
         vocab_size=VOCAB,
@@ -255,10 +255,10 @@ class _HFEager(torch.nn.Module):
 
 def hf_recurrent(family: str = "mamba", vocab: int = VOCAB) -> Decoder:
     """A HF model whose state is conv / SSM states (``family``: one of RECURRENT_FAMILIES, hybrids with attention
-    included), exported by et_tensorrt.llm.recurrent; eager is HF's own model with its ``DynamicCache``."""
+    included), exported by et_tensorrt.llm.export.recurrent; eager is HF's own model with its ``DynamicCache``."""
     from transformers import AutoModelForCausalLM
 
-    from et_tensorrt.llm.recurrent import RecurrentStateExport
+    from et_tensorrt.llm.export.recurrent import RecurrentStateExport
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(_recurrent_config(family, vocab)).eval().requires_grad_(False)

@@ -593,10 +593,10 @@ class Checks:
     def _next_token_loop(self, runner, spec: dict, on_device: bool) -> tuple[list[int], list[float], list[int]]:
         """The prompt, then the decode steps of ``spec``, greedy, each token read by the host (8 bytes) to see it:
         ``on_device``, the token the program chose, left where it wrote it and fed to the next call as it is
-        (et_tensorrt.llm.token_loop, MethodsDriver's loop); else the logits handed to the host, which picks the
+        (et_tensorrt.llm.runner.token_loop, MethodsDriver's loop); else the logits handed to the host, which picks the
         token and hands it back. (tokens, seconds per decode step, bytes each decode call copied)."""
+        from et_tensorrt.llm.runner.token_loop import Signature, TokenLoop
         from et_tensorrt.llm.sampling import Sampling
-        from et_tensorrt.llm.token_loop import Signature, TokenLoop
 
         head = Sampling(logits=True)
         loop = TokenLoop(runner, Signature(start_only=True, head=head), head)

@@ -217,10 +217,10 @@ def _projections(program) -> int:
 
 
 def test_encoder_decoder_cross_attention_keys_and_values_computed_once_per_input(tmp_path):
-    """et_tensorrt.llm.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden states,
-    the decoder reads them instead of projecting the hidden states at every token (two projections fewer per layer),
-    and decodes like HF's own export; they are shared into the decoder's delegate, not copied. The program carries
-    its constant methods: Transcriber writes the same tokens from a prompt."""
+    """et_tensorrt.llm.export.seq2seq: the encoder returns each decoder layer's cross-attention K and V with the hidden
+    states, the decoder reads them instead of projecting the hidden states at every token (two projections fewer per
+    layer), and decodes like HF's own export; they are shared into the decoder's delegate, not copied. The program
+    carries its constant methods: Transcriber writes the same tokens from a prompt."""
     import torch
 
     from et_tensorrt.llm import Transcriber, export_encoder_decoder

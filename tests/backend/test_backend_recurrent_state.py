@@ -1,4 +1,4 @@
-"""Models whose state is not (only) a KV cache, exported by ``export_causal_lm`` (et_tensorrt/llm/recurrent.py): HF
+"""Models whose state is not (only) a KV cache, exported by ``export_causal_lm`` (llm/export/recurrent.py): HF
 Mamba (conv and SSM states), Bamba (Mamba2 and attention layers), LFM2 (short convolutions and attention), Qwen3-Next
 and Qwen3.5 (gated delta nets and attention) as ``prefill``/``decode`` programs: one partition per method, every
 state the delegate's and shared by both methods, updated in place (0 state bytes a step, only the tokens and logits
@@ -13,7 +13,7 @@ import torch
 import et_tensorrt
 from et_tensorrt import Runner
 from et_tensorrt.llm import export_causal_lm, llm_methods
-from et_tensorrt.llm.recurrent import RecurrentModule
+from et_tensorrt.llm.export.recurrent import RecurrentModule
 from et_tensorrt.testing import decoders
 from et_tensorrt.testing.decoders import PREFILL_DECODE
 
@@ -123,7 +123,7 @@ def test_textllmrunner_generates_what_hf_greedy_generates_continues_and_resets(l
     from tokenizers import Tokenizer
 
     from et_tensorrt.llm import TextGenerator
-    from et_tensorrt.llm.methods_driver import _byte_decoder
+    from et_tensorrt.llm.runner.methods_driver import _byte_decoder
 
     decoder, pte, _, tokenizer_path, vocab = lowered
     tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), _byte_decoder()

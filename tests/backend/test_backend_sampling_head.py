@@ -140,7 +140,7 @@ class _FakeRunner:
 
 
 def test_the_loop_feeds_each_token_back_where_the_program_wrote_it():
-    from et_tensorrt.llm.token_loop import Signature, TokenLoop
+    from et_tensorrt.llm.runner.token_loop import Signature, TokenLoop
 
     head = Sampling(0.8, 10, 0.9, logits=True)
     runner = _FakeRunner(in_place=True)
@@ -166,8 +166,8 @@ def test_the_loop_feeds_each_token_back_where_the_program_wrote_it():
 
 def test_a_request_takes_the_programs_choices_as_defaults_and_its_top_k_as_the_bound():
     from et_tensorrt.errors import RunnerError
-    from et_tensorrt.llm.program_facts import _sampling
-    from et_tensorrt.llm.token_loop import Signature
+    from et_tensorrt.llm.runner.program_facts import _sampling
+    from et_tensorrt.llm.runner.token_loop import Signature
 
     program = Signature(head=Sampling(0.8, 50, 0.9), ranks=50, vocab=320)
     assert _sampling(program, None, None, None) == Sampling(0.8, 50, 0.9)
@@ -186,7 +186,7 @@ def test_a_request_takes_the_programs_choices_as_defaults_and_its_top_k_as_the_b
 
 
 def test_the_loop_hands_the_request_to_the_program_in_56_bytes_a_step():
-    from et_tensorrt.llm.token_loop import Signature, TokenLoop
+    from et_tensorrt.llm.runner.token_loop import Signature, TokenLoop
 
     runner = _FakeRunner(in_place=True)
     request = Sampling(0.5, 7, 0.8)

@@ -289,10 +289,10 @@ def test_methods_driver_loads_when_made_and_calls_once_a_token(llm, monkeypatch)
 
 
 def test_the_command_line_and_the_python_api_open_a_program_alike(llm, tmp_path, run_cli):
-    """``open_generator`` (et_tensorrt.llm.opening) makes the driver ``generate`` chooses, and refuses what it
+    """``open_generator`` (et_tensorrt.llm.runner.opening) makes the driver ``generate`` chooses, and refuses what it
     refuses in the same words."""
     from et_tensorrt.llm import open_generator
-    from et_tensorrt.llm.driver_choice import driver_kind
+    from et_tensorrt.llm.runner.driver_choice import driver_kind
 
     ours, _, tokenizer = llm
     assert driver_kind(ours.read_bytes()) == "TextLLMRunner"

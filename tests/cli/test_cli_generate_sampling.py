@@ -18,9 +18,9 @@ import et_tensorrt
 from et_tensorrt import Runner
 from et_tensorrt.errors import RunnerError
 from et_tensorrt.llm import MethodsDriver, TextGenerator, export_causal_lm
-from et_tensorrt.llm.causal import HFStaticCacheExport
+from et_tensorrt.llm.export.causal import HFStaticCacheExport
+from et_tensorrt.llm.runner.token_loop import Signature, TokenLoop
 from et_tensorrt.llm.sampling import Sampling
-from et_tensorrt.llm.token_loop import Signature, TokenLoop
 from et_tensorrt.testing import decoders
 from et_tensorrt.testing.reference_sampler import reference_token
 

@@ -12,7 +12,7 @@ import torch
 
 from et_tensorrt.errors import RunnerError
 from et_tensorrt.llm import MethodsDriver, TextGenerator, llm_methods
-from et_tensorrt.llm.tokenizer_identity import check_tokenizer
+from et_tensorrt.llm.runner.tokenizer_identity import check_tokenizer
 from et_tensorrt.testing import decoders
 
 pytest.importorskip("tokenizers")

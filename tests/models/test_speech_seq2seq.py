@@ -14,7 +14,8 @@ import torch
 import et_tensorrt
 from et_tensorrt import Runner
 from et_tensorrt.errors import InputShapeError
-from et_tensorrt.llm import Transcriber, export_encoder_decoder, speech
+from et_tensorrt.llm import Transcriber, export_encoder_decoder
+from et_tensorrt.llm import constants as names
 from et_tensorrt.testing import decoders
 from et_tensorrt.testing import speech as models
 
@@ -67,13 +68,13 @@ def test_one_engine_per_method_the_decoder_state_in_its_delegate(lowered):
 
 def test_whisper_program_carries_what_its_driver_needs(whisper):
     constants = whisper.exported.constant_methods
-    assert constants[speech.DECODER_PROMPT] == [models.START] and constants[speech.EOS_IDS] == [models.EOS]
-    assert constants[speech.ENCODER_INPUT] == "input_features" and constants[speech.FIXED_INPUT_LEN] is True
-    assert constants[speech.SAMPLING_RATE] == 16000 and constants[speech.MAX_AUDIO_SAMPLES] == 16000  # 100 frames
-    extractor = json.loads(constants[speech.FEATURE_EXTRACTOR])
+    assert constants[names.DECODER_PROMPT] == [models.START] and constants[names.EOS_IDS] == [models.EOS]
+    assert constants[names.ENCODER_INPUT] == "input_features" and constants[names.FIXED_INPUT_LEN] is True
+    assert constants[names.SAMPLING_RATE] == 16000 and constants[names.MAX_AUDIO_SAMPLES] == 16000  # 100 frames
+    extractor = json.loads(constants[names.FEATURE_EXTRACTOR])
     assert extractor["feature_extractor_type"] == "WhisperFeatureExtractor" and extractor["feature_size"] == 16
     transcriber = Transcriber(whisper.path, whisper.tokenizer)
-    assert transcriber.constants[speech.MAX_SEQ_LEN] == CACHE and transcriber.sampling_rate == 16000
+    assert transcriber.constants[names.MAX_SEQ_LEN] == CACHE and transcriber.sampling_rate == 16000
 
 
 def test_whisper_features_are_its_own_feature_extractors(whisper):

@@ -15,7 +15,7 @@ import torch
 import et_tensorrt
 from et_tensorrt.errors import RunnerError
 from et_tensorrt.llm import MethodsDriver, TextGenerator, export_prefill_decode, llm_methods
-from et_tensorrt.llm.outcome import STOP_CONTEXT, STOP_MAX_NEW_TOKENS
+from et_tensorrt.llm.runner.outcome import STOP_CONTEXT, STOP_MAX_NEW_TOKENS
 from et_tensorrt.testing import decoders
 
 pytest.importorskip("tokenizers")

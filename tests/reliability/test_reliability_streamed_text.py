@@ -8,7 +8,7 @@ import ctypes
 import sys
 import time
 
-from et_tensorrt.llm.runner_output import _Streamed
+from et_tensorrt.llm.runner.runner_output import _Streamed
 
 WORDS = [f"piece{i} ".encode() for i in range(40)]
 

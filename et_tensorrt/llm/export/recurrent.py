@@ -42,7 +42,7 @@ import threading
 import torch
 import torch.nn.functional as F
 
-from ..partition import delta_rule
+from ...partition import delta_rule
 from . import state_scans
 
 # max_seq_len of a model without max_position_embeddings (pure Mamba): the longest sequence TextLLMRunner runs

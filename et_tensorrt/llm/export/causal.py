@@ -1,5 +1,5 @@
 """Decoder-only causal LMs exported with their KV cache: a HF transformers causal LM (its static cache, through
-``TorchExportableModuleForDecoderOnlyLM``; one with conv or SSM states through llm/recurrent.py) or ExecuTorch's
+``TorchExportableModuleForDecoderOnlyLM``; one with conv or SSM states through llm/export/recurrent.py) or ExecuTorch's
 llama ``Transformer`` (``use_kv_cache``), as one ``forward`` method or as ``prefill`` and ``decode`` methods sharing
 the cache in the delegate."""
 
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._quiet import quiet
-from .constants import carry, llm_methods
-from .sampling import Sampling, export_sampled, sampling_methods
+from ..._quiet import quiet
+from ..constants import carry, llm_methods
+from ..sampling import Sampling, export_sampled, sampling_methods
 
 
 @quiet  # torch.export's dynamo warnings on HF models (_quiet.py)
@@ -66,8 +66,8 @@ def export_causal_lm(
     directory (``config.json`` and weights: loaded with ``AutoModelForCausalLM.from_pretrained``, never downloaded),
     or ExecuTorch's llama ``Transformer`` built with ``use_kv_cache=True`` (examples/models/llama). A HF model whose
     layers keep conv or SSM states (Mamba, Mamba2, their attention hybrids such as Bamba or FalconH1, LFM2) is
-    exported by llm/recurrent.py, its states in the delegate as a KV cache is; a model neither exporter takes is one
-    TypeError saying what to do instead.
+    exported by llm/export/recurrent.py, its states in the delegate as a KV cache is; a model neither exporter takes is
+    one TypeError saying what to do instead.
 
     ``methods``: ``"forward"``, one method taking 1 .. max_seq_len - 1 tokens and their positions (ExecuTorch's
     ``TextLLMRunner`` calls it; ExecuTorch's llama without ``enable_dynamic_shape`` takes one token a call), or
@@ -124,7 +124,7 @@ def export_causal_lm(
 def _exporter(model, max_seq_len: int | None):
     """(``export(n, dynamic)``, the cache's length, the vocabulary size, whether the token count may vary) of a HF
     causal LM (its static cache of ``max_seq_len``, default its ``max_position_embeddings``; a model with conv or SSM
-    states through llm/recurrent.py) or ExecuTorch's llama (its own length)."""
+    states through llm/export/recurrent.py) or ExecuTorch's llama (its own length)."""
     if _is_hf(model):
         from . import recurrent
 

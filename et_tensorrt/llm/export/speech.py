@@ -6,24 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import OptionError
-from . import constants
-
-# The constant methods of an encoder–decoder program, one source of truth for the exporter and the driver.
-MAX_SEQ_LEN = "get_max_seq_len"  # the decoder's positions (its self-attention cache), as llm_methods
-VOCAB_SIZE = "get_vocab_size"
-EOS_IDS = "get_eos_ids"
-DECODER_PROMPT = "get_decoder_prompt_ids"  # the decoder's first tokens: the start token, then any forced ones
-ENCODER_INPUT = "get_encoder_input"  # the encoder's input: input_ids, input_features, input_values, inputs_embeds
-MAX_INPUT_LEN = "get_max_input_len"  # its longest length (tokens, feature frames or samples)
-FIXED_INPUT_LEN = "get_fixed_input_len"  # whether it takes exactly that length (Whisper's window: audio padded to it)
-# speech models only
-SAMPLING_RATE = "get_sampling_rate"
-MAX_AUDIO_SAMPLES = "get_max_audio_samples"  # the longest audio the encoder takes, in samples
-MIN_AUDIO_SAMPLES = "get_min_audio_samples"  # the shortest
-FEATURE_EXTRACTOR = constants.FEATURE_EXTRACTOR  # its transformers feature extractor (media.processor_to_json)
-SEQ2SEQ_METHODS = (MAX_SEQ_LEN, VOCAB_SIZE, EOS_IDS, DECODER_PROMPT, ENCODER_INPUT, MAX_INPUT_LEN, FIXED_INPUT_LEN)
-SPEECH_METHODS = (SAMPLING_RATE, MAX_AUDIO_SAMPLES, MIN_AUDIO_SAMPLES, FEATURE_EXTRACTOR)
+from ...errors import OptionError
+from ..constants import (
+    DECODER_PROMPT,
+    ENCODER_INPUT,
+    EOS_IDS,
+    FEATURE_EXTRACTOR,
+    FIXED_INPUT_LEN,
+    MAX_AUDIO_SAMPLES,
+    MAX_INPUT_LEN,
+    MAX_SEQ_LEN,
+    MIN_AUDIO_SAMPLES,
+    SAMPLING_RATE,
+    VOCAB_SIZE,
+)
 
 _WINDOW, _HOP = 400, 160  # 25 ms windows every 10 ms at 16 kHz: Whisper's and Speech2Text's features
 
@@ -34,7 +30,7 @@ def feature_extractor_of(model):
     config = model.config
     kind = getattr(config, "model_type", "")
     if kind == "whisper":
-        from .media import whisper_feature_extractor
+        from ..media import whisper_feature_extractor
 
         return whisper_feature_extractor(config.num_mel_bins, 2 * config.max_source_positions)
     if kind == "speech_to_text":
@@ -116,7 +112,7 @@ def seq2seq_methods(
     methods[SAMPLING_RATE] = int(extractor.sampling_rate)
     methods[MAX_AUDIO_SAMPLES] = audio_samples(extractor, spec, spec.max_length)
     methods[MIN_AUDIO_SAMPLES] = 1 if spec.length_dim is None else audio_samples(extractor, spec, spec.min_length)
-    from .media import processor_to_json
+    from ..media import processor_to_json
 
     methods[FEATURE_EXTRACTOR] = processor_to_json(extractor)
     return methods

@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from ..errors import OptionError
-from .constants import (
+from ...errors import OptionError
+from ..constants import (
     AUDIO_ENCODER,
     FEATURE_EXTRACTOR,
     IMAGE_PROCESSOR,
@@ -214,7 +214,7 @@ def export_multimodal(
         )
     eos_ids = [eos_ids] if isinstance(eos_ids, int) else list(eos_ids)
     constants = llm_methods(max_seq_len=length, vocab_size=text.vocab_size, bos_id=bos_id, eos_ids=eos_ids)
-    from .media import processor_to_json
+    from ..media import processor_to_json
 
     key = IMAGE_PROCESSOR if encoder == VISION_ENCODER else FEATURE_EXTRACTOR
     constants[key] = processor_to_json(processor)
@@ -253,7 +253,7 @@ def default_processor(model):
     config = model.config
     kind = config.model_type
     if hasattr(model, "get_audio_features"):
-        from .media import whisper_feature_extractor
+        from ..media import whisper_feature_extractor
 
         audio = config.audio_config  # its window: the frames the encoder takes (30 s for Voxtral's 1,500 positions)
         return whisper_feature_extractor(audio.num_mel_bins, 2 * audio.max_source_positions)

@@ -1,7 +1,7 @@
 """Text generation with a program lowered with et_tensorrt: ExecuTorch's own C++ ``TextLLMRunner`` for a one-``forward``
-program, :class:`MethodsDriver` (``Runner`` over ``prefill`` and ``decode``, in llm/methods_driver.py) for a two-method
-one. What a generation gives is llm/outcome.py; reading the runner's output, llm/runner_output.py; the program's own
-facts, llm/program_facts.py.
+program, :class:`MethodsDriver` (``Runner`` over ``prefill`` and ``decode``, in methods_driver.py) for a two-method
+one. What a generation gives is outcome.py; reading the runner's output, runner_output.py; the program's own facts,
+program_facts.py (all in llm/runner/).
 
 ``TextLLMRunner`` (``executorch.extension.llm.runner``) links the same ``libexecutorch.so`` our backend is
 registered in (``import et_tensorrt``), so it runs our delegate with no glue. It reads the model's facts from
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import RunnerError
-from .constants import missing_methods
+from ...errors import RunnerError
+from ..constants import missing_methods
 from .methods_driver import MethodsDriver
 from .outcome import (
     Generation,
@@ -69,9 +69,9 @@ class TextGenerator:
         self, model: str | os.PathLike, tokenizer: str | os.PathLike, data_path: str | os.PathLike | None = None
     ):
         """``data_path``: the .ptd holding the program's named data (a lowering with ``named_data="ptd"``)."""
-        from .. import load_native
-        from ..compile_specs import BACKEND_ID
-        from ..format.pte_tables import read_tables
+        from ... import load_native
+        from ...compile_specs import BACKEND_ID
+        from ...format.pte_tables import read_tables
 
         load_native()  # the backend registered in libexecutorch.so (the command line's process defers it)
         _check_files(model, tokenizer, data_path)

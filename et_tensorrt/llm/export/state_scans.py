@@ -17,10 +17,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..partition.token_chunks import chunks as _chunks
-from ..partition.token_chunks import drop_front as _drop_front
-from ..partition.token_chunks import in_chunks as _in_chunks
-from ..partition.token_chunks import segment_sums as _segment_sums
+from ...partition.token_chunks import chunks as _chunks
+from ...partition.token_chunks import drop_front as _drop_front
+from ...partition.token_chunks import in_chunks as _in_chunks
+from ...partition.token_chunks import segment_sums as _segment_sums
 
 CHUNK = 16  # tokens per chunk of a Mamba (per channel and state) scan
 

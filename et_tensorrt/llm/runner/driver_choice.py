@@ -13,8 +13,8 @@ and :class:`~et_tensorrt.llm.TextGenerator` all choose here.
 
 from __future__ import annotations
 
-from ..errors import RunnerError
-from .constants import SAMPLING_METHODS, _method_names, is_multimodal, missing_methods
+from ...errors import RunnerError
+from ..constants import SAMPLING_METHODS, _method_names, is_multimodal, missing_methods
 
 TEXT_LLM_RUNNER, METHODS_DRIVER, MULTIMODAL_RUNNER, TRANSCRIBER = (
     "TextLLMRunner",
@@ -35,9 +35,9 @@ def driver_kind(pte: bytes, name: str = "the program") -> str:
                               "with et_tensorrt.llm.export_multimodal")  # fmt: skip
         return MULTIMODAL_RUNNER
     if {"encoder", "decoder"} <= names:
-        from . import speech
+        from .. import constants
 
-        missing = [n for n in speech.SEQ2SEQ_METHODS if n not in names]
+        missing = [n for n in constants.SEQ2SEQ_METHODS if n not in names]
         if missing:
             raise RunnerError(
                 f"{name} is an encoder-decoder program without the constant method(s) {', '.join(missing)}: export "

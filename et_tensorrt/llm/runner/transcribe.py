@@ -2,7 +2,7 @@
 transcript of a WAV file, or a text model's output for a prompt, decoded greedily (or sampled) to an end token,
 streamed as it comes, through :class:`et_tensorrt.Runner`.
 
-The program says what it needs in its constant methods (``et_tensorrt.llm.speech``): the encoder's input, the
+The program says what it needs in its constant methods (``et_tensorrt.llm.constants``): the encoder's input, the
 feature extractor audio goes through (transformers' own, rebuilt from the config the program carries: nothing is
 downloaded), the sampling rate and the longest audio, the decoder's first tokens, its end tokens and length. The
 encoder runs once per input and returns the decoder's cross-attention keys and values with the hidden states; each
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import InputShapeError, RunnerError
-from . import speech
+from ...errors import InputShapeError, RunnerError
+from .. import constants
 from .methods_driver import next_token
 from .outcome import STOP_CONTEXT, STOP_EOS, STOP_MAX_NEW_TOKENS, Generation, _check_files
 from .program_facts import _constants
@@ -67,22 +67,22 @@ class Transcriber:
     def __init__(self, model, tokenizer, data_path=None):
         from tokenizers import Tokenizer
 
-        from ..runtime.runner import Runner
-        from .constants import _method_names
+        from ...runtime.runner import Runner
+        from ..constants import _method_names
 
         _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:
             pte = f.read()
         names = _method_names(pte)
-        missing = [n for n in ("encoder", "decoder", *speech.SEQ2SEQ_METHODS) if n not in names]
+        missing = [n for n in ("encoder", "decoder", *constants.SEQ2SEQ_METHODS) if n not in names]
         if missing:
             raise RunnerError(
                 f"{os.fspath(model)} is not an encoder-decoder program: it has no method(s) {', '.join(missing)}; "
                 "export it with et_tensorrt.llm.export_encoder_decoder and lower what it returns"
             )
-        self.speech = all(n in names for n in speech.SPEECH_METHODS)
-        wanted = speech.SEQ2SEQ_METHODS + (speech.SPEECH_METHODS if self.speech else ())
-        lists = (speech.EOS_IDS, speech.DECODER_PROMPT)
+        self.speech = all(n in names for n in constants.SPEECH_METHODS)
+        wanted = constants.SEQ2SEQ_METHODS + (constants.SPEECH_METHODS if self.speech else ())
+        lists = (constants.EOS_IDS, constants.DECODER_PROMPT)
         self.constants = {n: list(v) if n in lists else v[0] for n, v in zip(wanted, _constants(pte, *wanted))}
         self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
         self._runner = Runner(model, data_path=data_path)  # mapped from the file
@@ -94,7 +94,7 @@ class Transcriber:
 
     @property
     def sampling_rate(self) -> int:
-        return int(self.constants[speech.SAMPLING_RATE]) if self.speech else 0
+        return int(self.constants[constants.SAMPLING_RATE]) if self.speech else 0
 
     def features(self, audio):
         """The encoder's input for ``audio``: a WAV file's path, or mono samples (floats in [-1, 1]) at the
@@ -102,7 +102,7 @@ class Transcriber:
         import numpy as np
         import torch
 
-        from .media import mono_wav
+        from ..media import mono_wav
 
         if not self.speech:
             raise RunnerError("this program's encoder takes text, not audio: generate(prompt) instead")
@@ -115,17 +115,17 @@ class Transcriber:
             if samples.ndim != 1 or samples.size == 0:
                 raise InputShapeError(f"the audio has shape {samples.shape}: give mono samples, one dimension")
             what = "the audio"
-        longest = int(c[speech.MAX_AUDIO_SAMPLES])
-        _check_length(samples.size, rate, int(c[speech.MIN_AUDIO_SAMPLES]), longest, what)
-        padding = {"padding": "max_length", "max_length": longest} if c[speech.FIXED_INPUT_LEN] else {}
+        longest = int(c[constants.MAX_AUDIO_SAMPLES])
+        _check_length(samples.size, rate, int(c[constants.MIN_AUDIO_SAMPLES]), longest, what)
+        padding = {"padding": "max_length", "max_length": longest} if c[constants.FIXED_INPUT_LEN] else {}
         values = self._feature_extractor()(samples, sampling_rate=rate, return_tensors="pt", **padding)
-        return values[c[speech.ENCODER_INPUT]].to(torch.float32).contiguous()
+        return values[c[constants.ENCODER_INPUT]].to(torch.float32).contiguous()
 
     def _feature_extractor(self):
         if self._extractor is None:
-            from .media import processor_from_json
+            from ..media import processor_from_json
 
-            self._extractor = processor_from_json(self.constants[speech.FEATURE_EXTRACTOR])
+            self._extractor = processor_from_json(self.constants[constants.FEATURE_EXTRACTOR])
         return self._extractor
 
     def transcribe(self, audio, max_new_tokens: int | None = None, temperature: float = 0.0, on_token=None):
@@ -147,7 +147,7 @@ class Transcriber:
         ids = self._tokenizer.encode(prompt).ids
         if not ids:
             raise RunnerError("the prompt encodes to no token")
-        longest = int(self.constants[speech.MAX_INPUT_LEN])
+        longest = int(self.constants[constants.MAX_INPUT_LEN])
         if len(ids) > longest:
             raise RunnerError(f"the prompt is {len(ids)} tokens; the encoder takes at most {longest}")
         return self.decode(torch.tensor([ids], dtype=torch.long), max_new_tokens, temperature, on_token)
@@ -157,8 +157,8 @@ class Transcriber:
         a call, to an end token, ``max_new_tokens`` or the decoder's last position."""
 
         c = self.constants
-        prompt, eos = [int(t) for t in c[speech.DECODER_PROMPT]], {int(t) for t in c[speech.EOS_IDS]}
-        room = int(c[speech.MAX_SEQ_LEN]) - len(prompt) + 1  # the last prompt token's call yields the first
+        prompt, eos = [int(t) for t in c[constants.DECODER_PROMPT]], {int(t) for t in c[constants.EOS_IDS]}
+        room = int(c[constants.MAX_SEQ_LEN]) - len(prompt) + 1  # the last prompt token's call yields the first
         limit = room if max_new_tokens is None else min(max_new_tokens, room)
         began = time.perf_counter()
         hidden, *cross = self._runner.run([encoder_input], method="encoder")

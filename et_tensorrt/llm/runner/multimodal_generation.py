@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import RunnerError
-from .constants import (
+from ...errors import RunnerError
+from ..constants import (
     AUDIO_ENCODER,
     FEATURE_EXTRACTOR,
     IMAGE_PROCESSOR,
@@ -38,9 +38,9 @@ class MultimodalGenerator:
     """``MultimodalRunner`` of one ``.pte`` (:func:`export_multimodal`'s methods) and tokenizer file."""
 
     def __init__(self, model, tokenizer, data_path=None):
-        from .. import load_native
-        from ..compile_specs import BACKEND_ID
-        from ..format.pte_tables import read_tables
+        from ... import load_native
+        from ...compile_specs import BACKEND_ID
+        from ...format.pte_tables import read_tables
 
         load_native()
         _check_files(model, tokenizer, data_path)
@@ -89,7 +89,7 @@ class MultimodalGenerator:
     def processor(self, encoder: str):
         """The transformers image processor or feature extractor the program's ``encoder`` inputs go through."""
         if encoder not in self._processors:
-            from .media import processor_from_json
+            from ..media import processor_from_json
 
             text = self._processor_json.get(_PROCESSORS[encoder])
             if text is None:
@@ -105,7 +105,7 @@ class MultimodalGenerator:
         media (a file path, or a tensor of the encoder's input)."""
         from executorch.extension.llm.runner import make_audio_input, make_image_input, make_text_input
 
-        from .media import audio_features, pixel_values
+        from ..media import audio_features, pixel_values
 
         pieces, positions = [], 0
         for encoder, media in ((VISION_ENCODER, image), (AUDIO_ENCODER, audio)):

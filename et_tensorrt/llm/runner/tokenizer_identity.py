@@ -14,8 +14,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from ..errors import RunnerError
-from .constants import _method_names
+from ...errors import RunnerError
+from ..constants import _method_names
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sampling import Sampling, choice_inputs, choose
+from ..sampling import Sampling, choice_inputs, choose
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from ..errors import RunnerError
-from .constants import SAMPLING_METHODS
+from ...errors import RunnerError
+from ..constants import SAMPLING_METHODS
 
 _LONG = 4  # ExecuTorch's ScalarType::Long
 
@@ -15,8 +15,8 @@ _LONG = 4  # ExecuTorch's ScalarType::Long
 def _program_facts(pte: bytes, decoding: tuple[str, ...], names: set[str]):
     """(:class:`~.token_loop.Signature`, the context length, the EOS ids) of an LLM program, from its plans and its
     constant methods."""
-    from ..format.pte_tables import read_tables
-    from .sampling import CHOICE_INPUTS, Sampling
+    from ...format.pte_tables import read_tables
+    from ..sampling import CHOICE_INPUTS, Sampling
     from .token_loop import Signature
 
     prefill, decode = (decoding * 2)[:2]
@@ -50,7 +50,7 @@ def _sampling(signature, temperature, top_k, top_p):
     (``signature.choices``), the request, the program's own choices its defaults, top-k checked against what the head
     ranks; on one whose head fixed them at export, that head (a request that differs is refused); else the request
     with Sampling's defaults (temperature 0: greedy)."""
-    from .sampling import TOPK_MAX_K, Sampling
+    from ..sampling import TOPK_MAX_K, Sampling
 
     head = signature.head if signature is not None else None
     asked = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None}

@@ -12,7 +12,7 @@ On a GPU they stay where the encoder wrote them and the decoder's delegate share
 cache (and the position counter HF's static cache keeps beside it) is a state the delegate owns, as in HF's export.
 
     exported = export_encoder_decoder(model, max_cache_len=64)
-    pte = et_tensorrt.lower(exported)  # its constant methods (speech.py's driver reads them) included
+    pte = et_tensorrt.lower(exported)  # its constant methods (runner/transcribe.py reads them) included
     hidden, *cross = runner.run([features], method="encoder")
     logits = runner.run([token, hidden, position, *cross], method="decoder")[0]
 """
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._quiet import quiet
-from ..errors import OptionError
-from .constants import carry
+from ..._quiet import quiet
+from ...errors import OptionError
+from ..constants import carry
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,7 @@ def export_encoder_decoder(
     ``eos_token_id``. ``decoder_prompt_ids``: the decoder's first tokens, default the start token and those the
     generation config forces (Whisper's language and task). ``feature_extractor``: the one a speech model's audio
     goes through (a transformers feature extractor, e.g. loaded from a checkpoint's preprocessor_config.json);
-    default built from the config (``et_tensorrt.llm.speech.feature_extractor_of``), nothing downloaded."""
+    default built from the config (``et_tensorrt.llm.export.speech.feature_extractor_of``), nothing downloaded."""
     if not getattr(getattr(model, "config", None), "is_encoder_decoder", False):
         raise OptionError(
             f"{type(model).__name__} is not an encoder-decoder (its config says is_encoder_decoder=False): for a "

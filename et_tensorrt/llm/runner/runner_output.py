@@ -11,7 +11,7 @@ import sys
 import tempfile
 import threading
 
-from ..errors import RunnerError
+from ...errors import RunnerError
 from .outcome import (
     STOP_CONTEXT,
     STOP_EOS,
@@ -60,7 +60,7 @@ class _ExecuTorchLog:
     ``messages`` [(level, text)], ``errors`` the texts logged at error level."""
 
     def __enter__(self):
-        from .. import _C
+        from ... import _C
 
         self._capture = _C.ExecuTorchLogCapture()
         self._capture.__enter__()
@@ -224,7 +224,7 @@ def _native_generate(owner, runner: str, generate, on_token, ends=()) -> tuple[b
     runner ``runner``: what it prints streamed to ``on_token`` (without its ending: ``ends``, each EOS token's text,
     and its statistics line), its log appended to ``owner.log``; a failure is one RunnerError saying why
     (:func:`_failed`)."""
-    from ..runtime.runner import record_plans
+    from ...runtime.runner import record_plans
 
     stats = []
     with _Streamed(on_token, ends) as out, _Captured(2) as log, record_plans() as calls, _ExecuTorchLog() as logged:

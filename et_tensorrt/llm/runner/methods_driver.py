@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import RunnerError
-from .constants import _method_names, decoding_methods, missing_methods
+from ...errors import RunnerError
+from ..constants import _method_names, decoding_methods, missing_methods
 from .outcome import (
     STOP_CONTEXT,
     STOP_EOS,
@@ -45,7 +45,7 @@ class MethodsDriver:
     def __init__(self, model, tokenizer, data_path=None):
         from tokenizers import Tokenizer
 
-        from ..runtime.runner import Runner
+        from ...runtime.runner import Runner
 
         _check_files(model, tokenizer, data_path)
         with open(model, "rb") as f:
