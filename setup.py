@@ -97,6 +97,7 @@ setup(
             "pytest-xdist",
             "pytest-json-report",
             "pytest-timeout",
+            "filelock",  # the programs test modules share, built once per session across workers (tests/artifacts.py)
             # quantized programs (tests/backend/test_backend_quantized.py, scripts/bench_quantized.py): the torchao
             # series executorch 1.5.1 declares
             "torchao>=0.18,<0.19",

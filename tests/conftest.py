@@ -1,17 +1,22 @@
-"""Suite-wide: engines built by any test go to a temporary cache, never the user's; every test starts from one
-RNG state; under pytest-xdist's ``--dist loadgroup`` (.ci/run) a module's tests that share a module-scoped fixture
-run on one worker."""
+"""Suite-wide: engines built by any test go to the suite's own build cache, never the user's (``_engine_cache_dir``);
+every test starts from one RNG state; under pytest-xdist's ``--dist loadgroup`` (.ci/run) a module's tests that share
+a module-scoped fixture run on one worker; the programs several modules share are lowered once per session
+(tests/artifacts.py)."""
 
 import json
 from pathlib import Path
 
+import engine_cache
 import pytest
 import torch
 
+ARTIFACTS = "artifacts"  # tests/artifacts.py: its fixtures are the shared programs
+pytest_plugins = [ARTIFACTS]
+
 # The last recorded run's seconds (scripts/test_durations.py --write): the slowest modules start first, and a test
 # that took SLOW_SECONDS or more is in the slow tier (pyproject.toml's marker) with those marked so by hand. A module
-# whose tests share a module-scoped fixture (a lowered model) and took SLOW_MODULE_SECONDS or more in all is slow as a
-# whole: in the fast tier its first fast test would pay the fixture's lowering.
+# whose tests share a module-scoped fixture or a program of tests/artifacts.py (a lowered model) and took
+# SLOW_MODULE_SECONDS or more in all is slow as a whole: in the fast tier its first fast test would pay the lowering.
 DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 SLOW_SECONDS = 5.0
 SLOW_MODULE_SECONDS = 30.0
@@ -45,11 +50,15 @@ def pytest_collection_modifyitems(items):
         info = getattr(item, "_fixtureinfo", None)  # a Function's; other items have none
         return [d for defs in info.name2fixturedefs.values() for d in defs] if info else []
 
-    shared = {module(item) for item in items if any(d.scope == "module" for d in fixtures(item))}
+    def artifact(fixture):  # a program lowered once per session for every worker (tests/artifacts.py)
+        return getattr(fixture.func, "__module__", None) == ARTIFACTS
+
+    grouped = {module(item) for item in items if any(d.scope == "module" for d in fixtures(item))}
+    shared = grouped | {module(item) for item in items if any(artifact(d) for d in fixtures(item))}
     modules, tests = DURATIONS["modules"], DURATIONS["tests"]
     for item in items:
         name = module(item)
-        if name in shared:
+        if name in grouped:
             item.add_marker(pytest.mark.xdist_group(name))
         slow_module = name in shared and modules.get(name, 0.0) >= SLOW_MODULE_SECONDS
         if item.get_closest_marker("slow") is None and (slow_module or tests.get(item.nodeid, 0.0) >= SLOW_SECONDS):
@@ -62,7 +71,18 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True, scope="session")
 def _engine_cache_dir(tmp_path_factory):
+    """The suite's build cache (tests/engine_cache.py): kept between runs of the same code where the machine keeps
+    ``ET_TENSORRT_TEST_CACHE_DIR``, else a fresh folder of the session."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("ET_TENSORRT_CACHE_DIR", str(tmp_path_factory.mktemp("engines")))
+    mp.setenv("ET_TENSORRT_CACHE_DIR", str(engine_cache.folder(tmp_path_factory)))
     yield
     mp.undo()
+
+
+@pytest.fixture
+def fresh_engine_cache(tmp_path, monkeypatch):
+    """An empty build cache of the test's own, for a test whose claim needs the ONNX export, validation or engine
+    build to run here (a hit in the suite's cache would skip them)."""
+    folder = tmp_path / "fresh-engines"
+    monkeypatch.setenv("ET_TENSORRT_CACHE_DIR", str(folder))
+    return folder

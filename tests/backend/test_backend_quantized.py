@@ -198,9 +198,9 @@ def test_fp8_needs_fp8_target_archs(fp8_model):
         Tester(converted, inputs, edge_compile_config=config, min_block_size=1, target_archs=["sm86"]).lower()
 
 
-def test_fp8_engine_builds_for_sm89(fp8_model, monkeypatch):
+def test_fp8_engine_builds_for_sm89(fp8_model, monkeypatch, fresh_engine_cache):
     """With its weights as named data, and every external FP8 weight bound to onnxruntime as a float8 OrtValue
-    over the tensor (none inlined), validation included."""
+    over the tensor (none inlined), validation included (an empty cache: a hit would skip the validation)."""
     monkeypatch.setattr(onnx_weights, "ORT_INLINE_BYTES", 0)
     converted, inputs, config = fp8_model
     tester = Tester(

@@ -54,9 +54,9 @@ class Mlp(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
-def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch):
+def test_rejected_partition_can_be_left_to_the_host(caplog, monkeypatch, fresh_engine_cache):
     """TensorRT refusing a partition (simulated: this TensorRT builds every op of the table) leaves it to
-    PyTorch: the blob carries no engine, only the embedded program, which runs."""
+    PyTorch: the blob carries no engine, only the embedded program, which runs (an empty cache: the build runs)."""
 
     def refuse(export, settings, sink=None):
         raise EngineBuildError("TensorRT refused the network (simulated)")

@@ -17,7 +17,8 @@ def demo(tmp_path_factory, run_cli):
     tmp = tmp_path_factory.mktemp("demo")
     temp_root = tmp / "tmpdir"
     temp_root.mkdir()
-    result = run_cli("demo", cwd=tmp, env={"TMPDIR": str(temp_root)})
+    # a build cache of its own: its progress line is a build's (a hit would say "from the build cache")
+    result = run_cli("demo", cwd=tmp, env={"TMPDIR": str(temp_root), "ET_TENSORRT_CACHE_DIR": str(tmp / "engines")})
     return result, temp_root
 
 

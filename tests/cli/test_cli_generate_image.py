@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import et_tensorrt
-from et_tensorrt.llm import export_multimodal
 from et_tensorrt.testing import multimodal_models as models
 
 pytest.importorskip("tokenizers")
@@ -16,15 +14,15 @@ PIL = pytest.importorskip("PIL.Image")
 
 
 @pytest.fixture(scope="module")
-def llava(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("llava")
-    tokenizer = folder / "tokenizer.json"
-    model = models.llava(models.ascii_tokenizer(tokenizer))
-    exported = export_multimodal(model, max_seq_len=48)
-    et_tensorrt.save(folder / "llava.pte", exported.programs, constant_methods=exported.constant_methods)
+def llava(multimodal_artifact, tmp_path_factory):
+    """(a folder of llava.pte, tokenizer.json and an image, the model, its export): the LLaVA program of
+    tests/models/test_multimodal_runner.py, lowered once per session (tests/artifacts.py)."""
+    lowered = multimodal_artifact("llava")
+    folder = lowered.copy_to(tmp_path_factory.mktemp("llava"))  # the tests write their bad media beside it
+    model = models.llava(lowered.value.vocab)  # the lowered model's weights (seeded)
     image = folder / "cat.jpg"
     PIL.fromarray(np.random.default_rng(2).integers(0, 256, (30, 40, 3), dtype=np.uint8)).save(image)
-    return folder, model, exported, image
+    return folder, model, lowered.value, image
 
 
 def test_generate_image_is_eager_text(llava, run_cli):

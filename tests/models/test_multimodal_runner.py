@@ -11,34 +11,25 @@ import numpy as np
 import pytest
 import torch
 
-import et_tensorrt
 from et_tensorrt.errors import InputShapeError, RunnerError
-from et_tensorrt.llm import MultimodalGenerator, export_multimodal
+from et_tensorrt.llm import MultimodalGenerator
 from et_tensorrt.testing import multimodal_models as models
 
 pytest.importorskip("tokenizers")
 PIL = pytest.importorskip("PIL.Image")
 
-CACHE = 48  # positions: the prompt, the media's tokens and the generated ones
 BEFORE, AFTER, NEW = "the cat", " sat on", 8
 
 
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    path = tmp_path_factory.mktemp("multimodal") / "tokenizer.json"
-    return path, models.ascii_tokenizer(path)
+def _program(name, multimodal_artifact):
+    """(the model, its export (artifacts.Multimodal), the .pte, the tokenizer.json): lowered once per session, the
+    command-line tests' program too (tests/cli/test_cli_generate_image.py)."""
+    lowered = multimodal_artifact(name)
+    model = models.MODELS[name](lowered.value.vocab)  # the lowered model's weights (seeded)
+    return model, lowered.value, lowered.folder / f"{name}.pte", lowered.folder / "tokenizer.json"
 
 
-def _program(name, tokenizer, folder):
-    """(the model, its export, the .pte, the partition reports by method)."""
-    model = models.MODELS[name](tokenizer[1])
-    exported = export_multimodal(model, max_seq_len=CACHE)
-    pte = folder / f"{name}.pte"
-    et_tensorrt.save(pte, exported.programs, constant_methods=exported.constant_methods)
-    return model, exported, pte, dict(et_tensorrt.lower.last_reports)
-
-
-def _check(model, exported, pte, reports, tokenizer, media, **given):
+def _check(model, exported, pte, tokenizer, media, **given):
     """MultimodalRunner's text == HF eager's greedy tokens from the same media and prompt; one engine per method; the
     cache owned by the delegate, no state bytes in any decode step."""
     generator = MultimodalGenerator(pte, tokenizer)
@@ -47,6 +38,7 @@ def _check(model, exported, pte, reports, tokenizer, media, **given):
     text, count = models.eager_text(model, tokenizer, BEFORE, media, exported.encoder_tokens, AFTER, NEW)
     assert (out.text, out.generated_tokens) == (text, count)
     assert out.prompt_tokens == generator.inputs(BEFORE + marker + AFTER, **given)[1]  # text and media positions
+    reports = exported.reports
     assert {name: len(r.partitions) for name, r in reports.items()} == dict.fromkeys(exported.programs, 1)
     assert not any(r.host_nodes for r in reports.values())
     states = [str(s) for s in reports["text_decoder"].states]
@@ -64,12 +56,12 @@ def _png(folder, size=(24, 20), mode="RGB"):
 
 
 @pytest.mark.parametrize("name", ["llava", "gemma3", "smolvlm"])
-def test_vision_language_model_matches_eager(name, tokenizer, tmp_path):
-    model, exported, pte, reports = _program(name, tokenizer, tmp_path)
+def test_vision_language_model_matches_eager(name, multimodal_artifact, tmp_path):
+    model, exported, pte, tokenizer = _program(name, multimodal_artifact)
     image = _png(tmp_path)
     pixels = exported.processor(images=[PIL.open(image).convert("RGB")], return_tensors="pt")["pixel_values"]
     pixels = pixels.reshape(1, 3, models.IMAGE_SIZE, models.IMAGE_SIZE)
-    generator, first = _check(model, exported, pte, reports, tokenizer[0], pixels, image=image)
+    generator, first = _check(model, exported, pte, tokenizer, pixels, image=image)
     if name != "llava":
         return
     # the processed tensor gives the same text; a grayscale file is the model's channels
@@ -100,12 +92,12 @@ def _wav(path, samples, channels=1, rate=16000):
     return path
 
 
-def test_audio_llm_matches_eager(tokenizer, tmp_path):
-    model, exported, pte, reports = _program("voxtral", tokenizer, tmp_path)
+def test_audio_llm_matches_eager(multimodal_artifact, tmp_path):
+    model, exported, pte, tokenizer = _program("voxtral", multimodal_artifact)
     samples = (np.sin(np.arange(12000) / 7.0) * 12000).astype(np.int16)  # 0.75 s: one window of 0.96 s
     features = exported.processor(samples.astype(np.float32) / 32768.0, sampling_rate=16000, return_tensors="pt")
     wav = _wav(tmp_path / "tone.wav", samples)
-    generator, _ = _check(model, exported, pte, reports, tokenizer[0], features["input_features"], audio=wav)
+    generator, _ = _check(model, exported, pte, tokenizer, features["input_features"], audio=wav)
     with pytest.raises(InputShapeError, match=r"has 2 channels: the model takes mono audio at 16000 Hz; mix it down"):
         generator.generate("x", audio=_wav(tmp_path / "stereo.wav", np.repeat(samples, 2), channels=2))
     with pytest.raises(InputShapeError, match=r"is sampled at 8000 Hz: the model takes 16000 Hz; resample it"):

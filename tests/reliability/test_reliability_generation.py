@@ -10,39 +10,24 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+from artifacts import LLAMA_CONTEXT as CONTEXT
 
-import et_tensorrt
 from et_tensorrt.errors import RunnerError
-from et_tensorrt.llm import MethodsDriver, TextGenerator, export_prefill_decode, llm_methods
+from et_tensorrt.llm import MethodsDriver, TextGenerator
 from et_tensorrt.llm.runner.outcome import STOP_CONTEXT, STOP_MAX_NEW_TOKENS
-from et_tensorrt.testing import decoders
 
 pytest.importorskip("tokenizers")
-CONTEXT = 32
 LONG = "the cat sat on the mat. " * 12  # more tokens than the cache holds
 
 
 @pytest.fixture(scope="module")
-def programs(tmp_path_factory):
-    """(tokenizer, {"forward": one-method .pte (TextLLMRunner), "two": prefill + decode .pte (MethodsDriver)})."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    folder = tmp_path_factory.mktemp("llm")
-    tokenizer = folder / "tokenizer.json"
-    vocab = decoders.byte_level_tokenizer(tokenizer)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=CONTEXT,
-    )  # fmt: skip
-    methods = export_prefill_decode(LlamaForCausalLM(config).eval())
-    # no end-of-sequence id the model can emit: a generation ends at max_new_tokens or the end of the context
-    constants = llm_methods(max_seq_len=CONTEXT, vocab_size=vocab, bos_id=0, eos_ids=[vocab])
-    paths = {"forward": folder / "forward.pte", "two": folder / "two.pte"}
-    et_tensorrt.save(paths["forward"], methods["prefill"], constant_methods=constants)
-    et_tensorrt.save(paths["two"], methods, constant_methods=constants)
-    return tokenizer, paths
+def programs(tiny_llama_artifact):
+    """(tokenizer, {"forward": one-method .pte (TextLLMRunner), "two": prefill + decode .pte (MethodsDriver)}): a tiny
+    HF Llama whose end-of-sequence id it cannot emit (a generation ends at max_new_tokens or the end of the context),
+    lowered once per session (tests/artifacts.py; tests/reliability/test_reliability_guards.py refuses inputs with
+    it)."""
+    folder = tiny_llama_artifact.folder
+    return folder / "tokenizer.json", {"forward": folder / "forward.pte", "two": folder / "two.pte"}
 
 
 @pytest.fixture(params=["forward", "two"])

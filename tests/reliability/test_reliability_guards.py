@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from artifacts import LLAMA_CONTEXT as CONTEXT
 
 import et_tensorrt
 from et_tensorrt import _C
@@ -13,22 +14,24 @@ from et_tensorrt.errors import BlobFormatError, RunnerError
 from et_tensorrt.format import blob as blob_mod
 from et_tensorrt.format import input_guards as guards_mod
 from et_tensorrt.inspection import delegate_blobs
-from et_tensorrt.llm import export_prefill_decode
-
-VOCAB, CONTEXT = 96, 32
 
 
 @pytest.fixture(scope="module")
-def pte() -> bytes:
-    """A tiny HF Llama as prefill (1..31 tokens and their positions) and decode (one token) methods."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def lowered(tiny_llama_artifact) -> tuple[bytes, int]:
+    """(the .pte, its vocabulary): a tiny HF Llama as prefill (1..31 tokens and their positions) and decode (one
+    token) methods, lowered once per session (tests/artifacts.py; tests/reliability/test_reliability_generation.py
+    generates with it)."""
+    return (tiny_llama_artifact.folder / "two.pte").read_bytes(), tiny_llama_artifact.value["vocab"]
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=CONTEXT,
-    )  # fmt: skip
-    return et_tensorrt.lower(export_prefill_decode(LlamaForCausalLM(config).eval()))
+
+@pytest.fixture(scope="module")
+def pte(lowered) -> bytes:
+    return lowered[0]
+
+
+@pytest.fixture(scope="module")
+def vocab(lowered) -> int:
+    return lowered[1]
 
 
 def _refused(runner, inputs, method) -> str:
@@ -40,11 +43,11 @@ def _refused(runner, inputs, method) -> str:
     return message
 
 
-def test_the_blob_records_what_torch_export_guards(pte):
+def test_the_blob_records_what_torch_export_guards(pte, vocab):
     decode, prefill = (blob_mod.read_blob(b).input_guards for b in delegate_blobs(pte))  # methods sorted by name
     assert {(g.argument, g.dim, g.scale, g.offset) for g in prefill.dims} == {(0, 1, 1, 0), (1, 0, 1, 0)}
-    assert len({g.symbol for g in prefill.dims}) == 1 and prefill.indices == (guards_mod.IndexGuard(0, VOCAB),)
-    assert decode.dims == () and decode.indices == (guards_mod.IndexGuard(1, VOCAB),)  # static: no symbol
+    assert len({g.symbol for g in prefill.dims}) == 1 and prefill.indices == (guards_mod.IndexGuard(0, vocab),)
+    assert decode.dims == () and decode.indices == (guards_mod.IndexGuard(1, vocab),)  # static: no symbol
 
 
 def test_positions_and_tokens_of_different_lengths_are_refused(pte):
@@ -55,9 +58,9 @@ def test_positions_and_tokens_of_different_lengths_are_refused(pte):
     )
 
 
-def test_a_token_past_the_vocabulary_is_one_error_naming_the_input(pte):
-    message = _refused(et_tensorrt.Runner(pte), [torch.tensor([[VOCAB + 7]]), torch.tensor([3])], "decode")
-    assert f"input 0 ('input_ids') holds {VOCAB + 7} (element 0), outside 0..{VOCAB - 1}" in message
+def test_a_token_past_the_vocabulary_is_one_error_naming_the_input(pte, vocab):
+    message = _refused(et_tensorrt.Runner(pte), [torch.tensor([[vocab + 7]]), torch.tensor([3])], "decode")
+    assert f"input 0 ('input_ids') holds {vocab + 7} (element 0), outside 0..{vocab - 1}" in message
 
 
 def test_a_decode_error_names_the_methods_input_not_the_delegates(pte):
