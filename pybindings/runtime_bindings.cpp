@@ -365,15 +365,33 @@ void bind_runtime(py::module_& m) {
         "Put et_tensorrt's filter in front of ExecuTorch's log function now (idempotent): every line reaches it as "
         "UTF-8; a Runner call's lines are held for its error.");
 
+  py::class_<EventProfile, std::shared_ptr<EventProfile>>(
+      m, "EventProfile",
+      "ExecuTorch's ETDumpGen for a Runner's methods (Runner(..., profile=True)), with a copy of each delegate event.")
+      .def(py::init<>())
+      .def(
+          "events",
+          [](const EventProfile& p) {
+            py::list out;
+            for (const ProfileEvent& e : p.events()) {
+              out.append(py::make_tuple(e.name, e.start_ns, e.end_ns, py::bytes(e.metadata)));
+            }
+            return out;
+          },
+          "(name, start_ns, end_ns, metadata bytes) of every delegate event since the profile began or was taken.")
+      .def(
+          "take_etdump", [](EventProfile& p) { return py::bytes(p.take_etdump()); },
+          "The ETDump of everything since the profile began or was last taken; the profile then starts over.");
+
   py::class_<ProgramRunner>(m, "ProgramRunner")
       .def_static("from_file", &ProgramRunner::from_file, py::arg("path"), py::arg("verify") = true,
-                  py::arg("data_path") = "")
+                  py::arg("data_path") = "", py::arg("profile") = nullptr)
       .def_static(
           "from_bytes",
-          [](const py::bytes& b, bool verify, const std::string& data_path) {
-            return ProgramRunner::from_bytes(std::string(b), verify, data_path);
+          [](const py::bytes& b, bool verify, const std::string& data_path, std::shared_ptr<EventProfile> profile) {
+            return ProgramRunner::from_bytes(std::string(b), verify, data_path, std::move(profile));
           },
-          py::arg("data"), py::arg("verify") = true, py::arg("data_path") = "")
+          py::arg("data"), py::arg("verify") = true, py::arg("data_path") = "", py::arg("profile") = nullptr)
       .def("method_names", &ProgramRunner::method_names)
       .def("num_inputs", &ProgramRunner::num_inputs, py::arg("method"))
       .def("last_plan", [](const ProgramRunner& r) { return std::const_pointer_cast<MethodPlan>(r.last_plan()); })

@@ -34,7 +34,7 @@ from ..embedded_program import load_program
 from ..errors import EngineRefusedError
 from ..format.blob import DEVICE_CUDA, Blob, program_digest
 from ..format.dtypes import scalar_type_dtype
-from . import cuda_graph, graph_program, load_residue, shared, state
+from . import cuda_graph, graph_program, layer_profile, load_residue, shared, state
 
 log = logging.getLogger("et_tensorrt")
 
@@ -209,6 +209,14 @@ class TensorRTExecutor:
             self._held.close()  # no executor, no hold on the program's states
             raise
         self.state_updates = {b.name: b.update for b in self._states}
+        self._layer_times: layer_profile.LayerTimes | None = None
+
+    def profile_layers(self, trt_module) -> None:
+        """Times every layer of each run with TensorRT's IProfiler (layer_profile.py): the delegate finds
+        ``take_layer_times`` and logs the last run's layers into its ETDump. Off unless asked at load."""
+        self._layer_times, self._profiler = layer_profile.attach(self._context, trt_module)
+        self.take_layer_times = self._layer_times.take
+        self.path = f"{type(self).path}, IProfiler per layer"
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
@@ -301,6 +309,8 @@ class TensorRTExecutor:
             results.append(out)
         for binding in self._states:
             binding.bind(context)
+        if self._layer_times is not None:
+            self._layer_times.start_run()  # reported during the enqueue (enqueue_emits_profile, TensorRT's default)
         if not context.execute_async_v3(stream):
             raise RuntimeError("TensorRT execute_async_v3 failed")
         for binding in self._states:
@@ -572,7 +582,19 @@ def tensorrt_executor(parsed: dict, device: torch.device) -> TensorRTExecutor | 
         raise
     executor.origin = origin
     executor.engine_key = key
-    return _recorded(_graphed(executor, parsed), blob)
+    return _recorded(_profiled(executor, parsed), blob)
+
+
+def _profiled(executor: TensorRTExecutor, parsed: dict):
+    """The executor as it runs: timed per layer where asked at load (layer_profile.py), else replayed as a CUDA
+    graph where asked; both at once is refused, naming why."""
+    if not layer_profile.enabled():
+        return _graphed(executor, parsed)
+    if _replays_graph(executor, parsed):
+        executor.close()  # its hold on the program's engine and states
+        raise ValueError(layer_profile.CUDA_GRAPH_REFUSAL)
+    executor.profile_layers(layer_profile.trt_module_of(executor._engine))
+    return executor
 
 
 def _runtime_cache_path(blob: Blob, origin: str, device: torch.device):
@@ -592,9 +614,11 @@ def _runtime_cache_path(blob: Blob, origin: str, device: torch.device):
 def _graphed(executor, parsed: dict):
     """The executor, replayed as a CUDA graph where the partition was lowered with ``cuda_graph`` (or
     ET_TENSORRT_CUDA_GRAPH says so) and it runs on a CUDA device (runtime/cuda_graph.py)."""
-    if executor.device.type != "cuda" or not cuda_graph.policy(_lowered_with_graph(parsed)):
-        return executor
-    return cuda_graph.GraphedExecutor(executor)
+    return cuda_graph.GraphedExecutor(executor) if _replays_graph(executor, parsed) else executor
+
+
+def _replays_graph(executor, parsed: dict) -> bool:
+    return executor.device.type == "cuda" and cuda_graph.policy(_lowered_with_graph(parsed))
 
 
 def _lowered_with_graph(parsed: dict) -> bool:

@@ -11,6 +11,7 @@ crash. ``verify=False`` skips it for files you trust (docs/security.md has its m
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -20,8 +21,10 @@ from collections.abc import Sequence
 import torch
 
 from .. import _C
-from ..errors import RunnerError
+from ..errors import OptionError, RunnerError
+from . import layer_profile
 from .device_build import policy
+from .profiling import ProfileTable
 
 # Set to exactly 1 (the C++ runtime reads them): named data used without checking it against the CRC-32s its blobs
 # record (files you trust: docs/security.md); ExecuTorch's own log lines shown while a Runner loads and runs (held
@@ -110,7 +113,11 @@ class Runner:
     ``data_path``: the .ptd holding the program's named data kept outside the .pte (a lowering with
     ``named_data="ptd"``); it is mapped, and the delegates' weights are views of it. Each engine and weight read from
     it is checked against the CRC-32 its blob records when its method loads (TRUST_NAMED_DATA_ENV skips that), and a
-    .ptd that is truncated, not one, or another program's is a RunnerError naming it."""
+    .ptd that is truncated, not one, or another program's is a RunnerError naming it.
+    ``profile``: ``True`` attaches ExecuTorch's ETDump generator to every method as it loads (docs/profiling.md):
+    :meth:`profile_table` is the delegates' events per phase, :meth:`write_etdump` the ETDump for
+    ``executorch.devtools.Inspector``; ``"layers"`` also times each TensorRT engine layer (TensorRT's IProfiler, on a
+    GPU; refused with CUDA-graph replay). ``False`` (default): no tracer at all, and nothing is timed."""
 
     def __init__(
         self,
@@ -119,10 +126,16 @@ class Runner:
         verify: bool = True,
         data_path: str | os.PathLike | None = None,
         prepare: bool | str | None = None,
+        profile: bool | str = False,
     ):
         from .device_build import check_policy
 
         self._prepare = None if prepare is None else check_policy(prepare)
+        if profile not in (False, True, "layers"):
+            raise OptionError(f"profile={profile!r}: use True (the delegates' phases), 'layers' (and each TensorRT "
+                              "layer) or False")  # fmt: skip
+        self._profile = _C.EventProfile() if profile else None
+        self._layers = True if profile == "layers" else None  # None: as ET_TENSORRT_LAYER_PROFILE says
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
             self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes
@@ -135,8 +148,8 @@ class Runner:
         if self._data_path and not os.path.isfile(self._data_path):
             raise FileNotFoundError(f"no data file at {self._data_path!r}")
         self._verify = verify
-        with policy(self._prepare):
-            self._native = self._from(self._source, verify, self._data_path)
+        with self._loading():
+            self._native = self._from(self._source, verify, self._data_path, self._profile)
         self._loaded: set[str] = set()  # methods loaded (their delegates have chosen): calls need no policy
         # One call at a time per Runner: ExecuTorch's Method holds its inputs and outputs as state, so
         # two threads sharing a Runner would read each other's results. Separate Runners run in parallel.
@@ -165,7 +178,7 @@ class Runner:
             if method in self._loaded:  # the per-call path: nothing here is built per call that a call can skip
                 results, self._in_place = native.run(list(inputs), method, given)
             else:
-                with policy(self._prepare):  # a method loads on its first call: its delegates choose then
+                with self._loading():  # a method loads on its first call: its delegates choose then
                     results, self._in_place = native.run(list(inputs), method, given)
                 self._loaded.add(method)
         return list(results)
@@ -177,9 +190,37 @@ class Runner:
         native = self._require()
         with self._lock:
             if method not in self._loaded:
-                with policy(self._prepare):
+                with self._loading():
                     native.num_inputs(method)  # loads the method (ProgramRunner::ensure_loaded)
                 self._loaded.add(method)
+
+    @contextlib.contextmanager
+    def _loading(self):
+        """Around whatever loads methods: their delegates choose (the device-build policy) and get a layer
+        profiler where asked."""
+        with policy(self._prepare), layer_profile.policy(self._layers):
+            yield
+
+    def profile_table(self) -> ProfileTable:
+        """The delegates' events since the Runner loaded (or the last :meth:`write_etdump`): one row per event name
+        (``init``, ``input copies``, the executor's run, ``output copies``, each layer with ``profile="layers"``),
+        with calls, median and total microseconds and the bytes copied."""
+        return ProfileTable.from_events(self._require_profile().events())
+
+    def write_etdump(self, path: str | os.PathLike) -> int:
+        """Writes the ETDump of everything since the Runner loaded (or the last write) to ``path``, for
+        ``executorch.devtools.Inspector(etdump_path=path)``; the profile then starts over. Returns its size."""
+        profile = self._require_profile()
+        with self._lock:  # not while a call is logging into it
+            data = profile.take_etdump()
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
+    def _require_profile(self):
+        if self._profile is None:
+            raise RunnerError("this Runner was made without profile=True: nothing was traced")
+        return self._profile
 
     @property
     def last_plan(self) -> _C.MethodPlan | None:
@@ -214,8 +255,8 @@ class Runner:
             # loads fill fresh pymalloc arenas: 10,000 resets held 6 MB more (issue 45). Generations 0 and 1 only:
             # about 1 ms, where a full collection costs 0.2 s.
             gc.collect(1)
-            with policy(self._prepare):
-                self._native = self._from(self._source, self._verify, self._data_path)
+            with self._loading():  # the profile goes on: the new methods log into it too
+                self._native = self._from(self._source, self._verify, self._data_path, self._profile)
             self._in_place = ()
 
     def close(self) -> None:

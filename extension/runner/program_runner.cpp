@@ -282,9 +282,11 @@ std::string describe_inputs(const executorch::runtime::MethodMeta& meta, const e
 }  // namespace
 
 std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path, bool verify,
-                                                        const std::string& data_path) {
+                                                        const std::string& data_path,
+                                                        std::shared_ptr<EventProfile> profile) {
   const QuietExecuTorchLog quiet;  // a failure is the RunnerError below, not ExecuTorch's log lines first
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
+  r->profile_ = std::move(profile);
   r->files_.program = path;
   if (!data_path.empty()) {
     r->files_.data = data_path;
@@ -307,9 +309,11 @@ std::unique_ptr<ProgramRunner> ProgramRunner::from_file(const std::string& path,
   return r;
 }
 
-std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify, const std::string& data_path) {
+std::unique_ptr<ProgramRunner> ProgramRunner::from_bytes(std::string bytes, bool verify, const std::string& data_path,
+                                                         std::shared_ptr<EventProfile> profile) {
   const QuietExecuTorchLog quiet;
   std::unique_ptr<ProgramRunner> r(new ProgramRunner());
+  r->profile_ = std::move(profile);
   r->bytes_ = std::move(bytes);
   std::unique_ptr<executorch::runtime::DataLoader> data_map;
   if (!data_path.empty()) {
@@ -377,8 +381,8 @@ void ProgramRunner::ensure_loaded(const std::string& method) {
   files_.delegates = files_.named_delegates = 0;
   Error err;
   {
-    const DataFilesScope scope(files_);  // the delegates' named-data errors name the files
-    err = module_->load_method(method);
+    const DataFilesScope scope(files_);                           // the delegates' named-data errors name the files
+    err = module_->load_method(method, nullptr, profile_.get());  // no profile: no tracer, as before
   }
   if (err != Error::Ok) fail("cannot load method '" + method + "'", err);
   check_data_used(method);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../runtime/named_data.h"
+#include "event_profile.h"
 #include "method_plan.h"
 
 namespace et_tensorrt {
@@ -39,10 +40,14 @@ class ProgramRunner {
   // so a corrupt program is an error rather than a crash; only a trusted program should skip it.
   // `data_path`: a .ptd with the program's named data kept outside the .pte (mapped, not read: the delegate's
   // weights are views of it); empty: none.
+  // `profile`: the event tracer every method gets as it loads (its ETDump and delegate events), or null: none, and
+  // nothing is traced. Shared, so a Runner's profile outlives the ProgramRunner a reset replaces.
   static std::unique_ptr<ProgramRunner> from_file(const std::string& path, bool verify = true,
-                                                  const std::string& data_path = "");
+                                                  const std::string& data_path = "",
+                                                  std::shared_ptr<EventProfile> profile = nullptr);
   static std::unique_ptr<ProgramRunner> from_bytes(std::string bytes, bool verify = true,
-                                                   const std::string& data_path = "");
+                                                   const std::string& data_path = "",
+                                                   std::shared_ptr<EventProfile> profile = nullptr);
 
   std::vector<std::string> method_names();
   size_t num_inputs(const std::string& method);
@@ -68,8 +73,9 @@ class ProgramRunner {
   void check_data_used(const std::string& method);
   executorch::runtime::Method& loaded_method(const std::string& method);
 
-  std::string bytes_;  // program bytes when built from memory; must outlive module_
-  DataFiles files_;    // the .pte and .ptd, for named-data errors that name them
+  std::string bytes_;                      // program bytes when built from memory; must outlive module_
+  DataFiles files_;                        // the .pte and .ptd, for named-data errors that name them
+  std::shared_ptr<EventProfile> profile_;  // before module_: the methods log into it until they go
   std::unique_ptr<executorch::extension::Module> module_;
   // What the last call saw, composed into last_plan_ on request; guarded because Python reads the plan without the
   // Runner's lock while another thread may be inside run() (which runs without the GIL).

@@ -1,8 +1,10 @@
 #include "delegate_handle.h"
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+#include <executorch/runtime/platform/platform.h>
 
 #include <c10/util/SmallVector.h>
+#include <pybind11/stl.h>
 
 #include <chrono>
 
@@ -78,6 +80,8 @@ DelegateHandle::DelegateHandle(executorch::runtime::FreeableBuffer&& processed,
   }
   execution_device_torch_ = executorch_to_torch_device(execution_device_);
   run_ = executor_.attr("run");
+  // Only a TensorRT executor loaded with layer profiling on has it (runtime/layer_profile.py).
+  if (py::hasattr(executor_, "take_layer_times")) take_layer_times_ = executor_.attr("take_layer_times");
   if (py::hasattr(executor_, "path")) executor_detail_ = executor_.attr("path").cast<std::string>();
   // The state the executor keeps across calls, and how it updates each (its `state_updates`: name -> "in place",
   // "double-buffered" or "copied back"); a copied-back state costs its size on the execution device per call.
@@ -107,11 +111,13 @@ DelegateHandle::~DelegateHandle() {
       }
     }
     run_ = py::object();
+    take_layer_times_ = py::object();
     executor_ = py::object();
     input_staging_.clear();
     output_staging_.clear();
   } else {
     run_.release();  // the interpreter is gone: nothing left to decref into
+    take_layer_times_.release();
     executor_.release();
   }
 }
@@ -154,9 +160,11 @@ void DelegateHandle::execute(executorch::runtime::Span<EValue*> args, executorch
   const std::vector<c10::IValue> inputs = bind_inputs(*plan, args);
   const std::vector<at::Tensor> targets = bind_outputs(*plan, args);
   if (phase.active()) phase.end(kEventInputs, "bytes=" + std::to_string(copied_bytes(plan->inputs)));
+  const et_timestamp_t run_ticks = take_layer_times_ && phase.active() ? et_pal_current_ticks() : 0;
   const auto run_start = std::chrono::steady_clock::now();
   const std::vector<at::Tensor> results = native_ ? native_->run(inputs) : run_python(inputs, targets);
   const auto executor_time = std::chrono::steady_clock::now() - run_start;
+  if (run_ticks) log_layer_events(tracer, run_ticks, layer_times());
   if (phase.active()) {  // the state an executor copies back is part of its run
     phase.end(executor_event_name(choice_.executor),
               "executor=" + choice_.executor + (executor_detail_.empty() ? "" : " (" + executor_detail_ + ")") +
@@ -268,6 +276,15 @@ std::vector<at::Tensor> DelegateHandle::run_python(const std::vector<c10::IValue
   out.reserve(results.size());
   for (const py::handle r : results) out.push_back(r.cast<at::Tensor>());
   return out;
+}
+
+LayerTimes DelegateHandle::layer_times() {
+  py::gil_scoped_acquire gil;
+  try {
+    return take_layer_times_().cast<LayerTimes>();
+  } catch (const py::error_already_set& e) {
+    throw python_error(e);
+  }
 }
 
 void DelegateHandle::write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,

@@ -23,6 +23,7 @@
 #include "../format/blob_reader.h"
 #include "executor_choice.h"
 #include "graph_interpreter.h"
+#include "layer_events.h"
 #include "named_data.h"
 #include "placement_plan.h"
 
@@ -64,6 +65,8 @@ class DelegateHandle {
                                        executorch::runtime::Span<executorch::runtime::EValue*> args);
   // The Python executor's run, under the GIL (TensorRT's Python API, or a graph the interpreter cannot run).
   std::vector<at::Tensor> run_python(const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& targets);
+  // The layer times the executor's profiler collected in its last run (layer_events.h), under the GIL.
+  LayerTimes layer_times();
   // Copies every result the executor did not write in place into ExecuTorch's output.
   void write_back(const PlacementPlan& plan, const std::vector<at::Tensor>& results,
                   executorch::runtime::Span<executorch::runtime::EValue*> args);
@@ -77,7 +80,8 @@ class DelegateHandle {
   DelegateBlob blob_;
   NamedData named_;  // the blob's named data as read from the program's NamedDataMap (held, not copied)
   pybind11::object executor_;
-  pybind11::object run_;                            // executor_.run, looked up once
+  pybind11::object run_;               // executor_.run, looked up once
+  pybind11::object take_layer_times_;  // a TensorRT executor's per-layer times (layer profiling on), else none
   std::shared_ptr<const GraphInterpreter> native_;  // the PyTorch executor's C++ path, if it has one
   c10::Device execution_device_torch_{c10::kCPU};
   EtDevice execution_device_{EtDeviceType::CPU, 0};

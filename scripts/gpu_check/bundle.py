@@ -45,8 +45,14 @@ import transport  # noqa: E402  (after the sys.path line above)
 PYTHON_TAG = "cp312"  # the device machine's Python (3.12)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 TRT_VARIANT = "cu13"  # the device machine's torch is +cu130
-# What the runtime needs from the ExecuTorch wheel: headers, the runtime, its CPU kernels (and their pool).
-EXECUTORCH_LIBS = ("libexecutorch.so", "libexecutorch_kernels_optimized.so", "libexecutorch_threadpool.so")
+# What the runtime needs from the ExecuTorch wheel: headers, the runtime, its CPU kernels (and their pool), the ETDump
+# generator (et_tensorrt._C links it: Runner(..., profile=True)).
+EXECUTORCH_LIBS = (
+    "libexecutorch.so",
+    "libexecutorch_kernels_optimized.so",
+    "libexecutorch_threadpool.so",
+    "libexecutorch_etdump.so",
+)
 EXECUTORCH_CONFIG = "executorch/lib/cmake/executorch/executorch-config.cmake"
 # Sources the device machine builds and runs (compared by SHA-256 with the working tree that arrives there).
 SOURCE_PREFIXES = ("et_tensorrt/", "extension/", "pybindings/", "scripts/gpu_check/")
