@@ -17,7 +17,8 @@ Shared by both sides:
   ``export_causal_lm`` hands over to (``state_scans``: their recurrences for any number of tokens);
 * ``seq2seq``: encoder–decoders, text and speech (:func:`export_encoder_decoder`); ``speech``: their constant
   methods' values and feature extractors;
-* ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`).
+* ``multimodal``: vision–language and audio LLMs for ExecuTorch's ``MultimodalRunner`` (:func:`export_multimodal`);
+* ``sampling_head``: the head that chooses the token in the program, which any causal exporter adds.
 
 ``runner/``, the drivers:
 
@@ -26,8 +27,8 @@ Shared by both sides:
 * ``generation``: :class:`TextGenerator` (ExecuTorch's ``TextLLMRunner``); ``methods_driver``: :class:`MethodsDriver`
   (``prefill``/``decode`` programs through :class:`et_tensorrt.Runner`; ``token_loop``: each call's token fed to the
   next); ``transcribe``: :class:`Transcriber`; ``multimodal_generation``: :class:`MultimodalGenerator`;
-* ``outcome`` (:class:`Generation`), ``runner_output``, ``program_facts``, ``tokenizer_identity``: what the drivers
-  share.
+* ``outcome`` (:class:`Generation`), ``runner_output``, ``program_facts``, ``tokenizer_files``,
+  ``tokenizer_identity``: what the drivers share.
 
 Names load with their module on first use: the command line reads :func:`missing_methods` without torch.
 """

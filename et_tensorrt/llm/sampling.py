@@ -1,4 +1,5 @@
-"""The next token chosen inside the program: a sampling head any causal exporter can put on its model.
+"""The choice of the next token: one function (:func:`choose_by`) that the sampling head any causal exporter can put
+on its model traces into the program (export/sampling_head.py) and that the drivers run on the host (:func:`choose`).
 
 A causal LM step ``(tokens, positions) -> logits`` becomes ``(tokens, positions[, seed, counter, temperature, top_k,
 top_p]) -> token[, logits]``: greedy (``argmax``: a ``"greedy"`` head, or temperature 0 given to a sampled one), or a
@@ -168,10 +169,10 @@ def choice_inputs(sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor, torch
 
 def choose_by(logits, ranks: int, temperature, top_k, top_p, seed, counter) -> torch.Tensor:
     """The next token (int64 ``[1, 1]``) from the last position's ``logits``, the choices given as tensors (traced
-    into the program by :class:`SampledLM`, so one program serves every request): ``temperature`` 0, the argmax
-    exactly; else a draw among the ``top_k`` likeliest (1 .. ``ranks``) whose mass first reaches ``top_p``. TensorRT's
-    TopK takes its k when the engine is built, so the head ranks ``ranks`` tokens (the most a request may ask) and
-    masks those past the request's ``top_k``."""
+    into the program by export/sampling_head.py's ``SampledLM``, so one program serves every request):
+    ``temperature`` 0, the argmax exactly; else a draw among the ``top_k`` likeliest (1 .. ``ranks``) whose mass
+    first reaches ``top_p``. TensorRT's TopK takes its k when the engine is built, so the head ranks ``ranks`` tokens
+    (the most a request may ask) and masks those past the request's ``top_k``."""
     last = logits.reshape(-1, logits.shape[-1])[-1:].to(torch.float32)  # [1, vocab]
     greedy = torch.argmax(last, dim=-1, keepdim=True)
     warm = temperature.reshape(1, 1) > 0
@@ -186,53 +187,3 @@ def choose_by(logits, ranks: int, temperature, top_k, top_p, seed, counter) -> t
     below = ((cumulative <= point) & kept).to(torch.int64).sum(dim=-1, keepdim=True)
     sampled = torch.gather(ids, -1, torch.minimum(below, last_kept))
     return torch.where(warm, sampled, greedy)
-
-
-def _logits_of(output) -> torch.Tensor:
-    """A model's logits from what its forward returned (a tensor, a tuple starting with it, or a ModelOutput)."""
-    if isinstance(output, torch.Tensor):
-        return output
-    if hasattr(output, "logits"):
-        return output.logits
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
-        return output[0]
-    raise TypeError(f"the model returned {type(output).__name__}, not logits")
-
-
-class SampledLM(torch.nn.Module):
-    """``model`` (a causal LM step: ``call(model, tokens, positions)`` returns its logits) with the sampling head:
-    ``forward(tokens, positions)`` (greedy) or ``forward(tokens, positions, seed, counter, temperature, top_k,
-    top_p)`` returns the chosen token, int64 ``[1, 1]``, and with ``sampling.logits`` the model's logits after it.
-    ``seed`` and ``counter`` are int64 ``[1]``: draw ``counter`` of ``seed``; ``temperature`` (0: the argmax),
-    ``top_k`` (1 .. ``sampling.candidates(vocab)``, the tokens the head's TopK ranks) and ``top_p`` are the request's
-    (:func:`choice_inputs`); ``sampling`` gives the program's defaults. Export it as the model (its buffers, the KV
-    cache, are the model's, named under ``model.``)."""
-
-    def __init__(self, model: torch.nn.Module, sampling: Sampling, call=None):
-        super().__init__()
-        self.model = model
-        self.sampling = sampling
-        self._call = call or (lambda m, tokens, positions: m(tokens, positions))
-
-    def forward(self, tokens, positions, seed=None, counter=None, temperature=None, top_k=None, top_p=None):
-        logits = _logits_of(self._call(self.model, tokens, positions))
-        if self.sampling.greedy:
-            token = choose(logits, self.sampling)
-        else:
-            ranks = self.sampling.candidates(logits.shape[-1])
-            token = choose_by(logits, ranks, temperature, top_k, top_p, seed, counter)
-        return (token, logits) if self.sampling.logits else token
-
-
-def export_sampled(model, sampling: Sampling, call, example: tuple, dynamic_shapes=None, strict: bool = False):
-    """``torch.export`` of ``model`` under the head (:class:`SampledLM`), what a causal exporter calls to add it:
-    ``example`` and ``dynamic_shapes`` are the step's (tokens, positions) and theirs; a sampled head's inputs follow,
-    static (:data:`CHOICE_INPUTS`): the seed and the counter of the draw, then the request's temperature, top-k and
-    top-p."""
-    extra = ()
-    if not sampling.greedy:
-        zero = torch.zeros(1, dtype=torch.int64)
-        extra = (zero, zero.clone(), *choice_inputs(sampling))
-    shapes = None if dynamic_shapes is None else (*dynamic_shapes, *(None for _ in extra))
-    head = SampledLM(model, sampling, call)
-    return torch.export.export(head, (*example, *extra), dynamic_shapes=shapes, strict=strict)

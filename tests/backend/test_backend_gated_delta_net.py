@@ -141,10 +141,10 @@ def test_qwen3_5_through_textllmrunner_generates_what_eager_greedy_generates(qwe
     from tokenizers import Tokenizer
 
     from et_tensorrt.llm import TextGenerator
-    from et_tensorrt.llm.runner.methods_driver import _byte_decoder
+    from et_tensorrt.llm.runner.tokenizer_files import byte_decoder
 
     decoder, pte, _, tokenizer_path, vocab = qwen3_5
-    tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), _byte_decoder()
+    tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), byte_decoder()
     prompt = tokenizer.encode("the cat", add_special_tokens=False).ids
     expected, position, logits = [], 0, None
     with torch.no_grad():

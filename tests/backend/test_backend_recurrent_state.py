@@ -123,10 +123,10 @@ def test_textllmrunner_generates_what_hf_greedy_generates_continues_and_resets(l
     from tokenizers import Tokenizer
 
     from et_tensorrt.llm import TextGenerator
-    from et_tensorrt.llm.runner.methods_driver import _byte_decoder
+    from et_tensorrt.llm.runner.tokenizer_files import byte_decoder
 
     decoder, pte, _, tokenizer_path, vocab = lowered
-    tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), _byte_decoder()
+    tokenizer, pieces = Tokenizer.from_file(str(tokenizer_path)), byte_decoder()
     prompt = tokenizer.encode("the cat", add_special_tokens=False).ids
     ids, expected = list(prompt), []
     with torch.no_grad():

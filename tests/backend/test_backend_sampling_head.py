@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from et_tensorrt.llm.sampling import PRIME, SampledLM, Sampling, choice_inputs, choose, draw, draw_value
+from et_tensorrt.llm.export.sampling_head import SampledLM
+from et_tensorrt.llm.sampling import PRIME, Sampling, choice_inputs, choose, draw, draw_value
 from et_tensorrt.testing.reference_sampler import reference_token
 
 

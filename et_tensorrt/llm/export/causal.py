@@ -12,7 +12,8 @@ from typing import Any
 
 from ..._quiet import quiet
 from ..constants import carry, llm_methods
-from ..sampling import Sampling, export_sampled, sampling_methods
+from ..sampling import Sampling, sampling_methods
+from .sampling_head import export_sampled
 
 
 @quiet  # torch.export's dynamo warnings on HF models (_quiet.py)

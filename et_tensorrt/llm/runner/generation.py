@@ -34,8 +34,8 @@ from .runner_output import (
     _failed,
     _native_generate,
     _stopped,
-    _token_texts,
 )
+from .tokenizer_files import token_texts
 from .tokenizer_identity import check_tokenizer
 
 
@@ -93,7 +93,7 @@ class TextGenerator:
         self.log = ""
         self._runner = self._load_runner()
         (eos,) = _constants(pte, "get_eos_ids")
-        self._ends = _token_texts(tokenizer, [int(t) for t in eos])
+        self._ends = token_texts(tokenizer, [int(t) for t in eos])
 
     def _load_runner(self):
         model, tokenizer, data_path = self._files

@@ -18,19 +18,8 @@ from .outcome import (
     cannot_start,
 )
 from .program_facts import _program_facts, _sampling, _seed
+from .tokenizer_files import byte_decoder
 from .tokenizer_identity import check_tokenizer
-
-
-def _byte_decoder() -> dict[str, int]:
-    """The byte-level BPE alphabet (GPT-2's): printable character -> the byte it stands for."""
-    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, extra = list(visible), 0
-    for b in range(256):
-        if b not in visible:
-            visible.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {chr(c): b for b, c in zip(visible, chars)}
 
 
 class MethodsDriver:
@@ -66,7 +55,7 @@ class MethodsDriver:
             # loaded now, as TextLLMRunner's load() loads its method: a generation's seconds are its calls'
             self._runner.load_method(method)
         self._position = 0
-        self._bytes = _byte_decoder()
+        self._bytes = byte_decoder()
         self.log = ""
 
     def _piece(self, token: int) -> bytes:
@@ -135,14 +124,3 @@ class MethodsDriver:
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._position = 0
-
-
-def next_token(logits, temperature: float = 0.0) -> int:
-    """The token after the last position of ``logits``: the likeliest (``temperature`` 0), else drawn from their
-    softmax at ``temperature``."""
-    import torch
-
-    last = logits.reshape(-1, logits.shape[-1])[-1].float()
-    if temperature > 0:
-        return int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
-    return int(last.argmax())

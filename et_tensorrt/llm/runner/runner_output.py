@@ -186,38 +186,6 @@ class _Streamed:
             raise self._failure
 
 
-def _native_tokenizer(path: str):
-    """``path`` loaded by the one of ExecuTorch's own C++ tokenizers that reads it (pytorch_tokenizers, TextLLMRunner's:
-    a HF ``tokenizer.json``, else tiktoken, SentencePiece, llama2.c); None when none reads it."""
-    try:
-        import pytorch_tokenizers as pt
-    except ImportError:
-        return None
-    kinds = ("CppHFTokenizer",) if path.endswith(".json") else ("CppTiktoken", "CppSPTokenizer", "CppLlama2cTokenizer")
-    for kind in kinds:
-        with _Captured(2):  # the readers log what they read
-            try:
-                reader = getattr(pt, kind)()
-                reader.load(path)
-                return reader
-            except Exception:  # noqa: BLE001 - not this format: the next one
-                continue
-    return None
-
-
-def _token_texts(tokenizer, ids: list[int]) -> tuple[bytes, ...]:
-    """What TextLLMRunner prints for each of ``ids`` (its EOS tokens), read with ExecuTorch's own C++ tokenizers;
-    empty when none reads the file."""
-    reader = _native_tokenizer(os.fspath(tokenizer))
-    if reader is None:
-        return ()
-    with _Captured(2):
-        try:
-            return tuple(reader.decode(i).encode("utf-8") for i in ids)
-        except Exception:  # noqa: BLE001 - a token this reader cannot decode: nothing known
-            return ()
-
-
 def _native_generate(owner, runner: str, generate, on_token, ends=()) -> tuple[bytes, bool, object, list, list]:
     """(the text, whether it ended at an end-of-sequence token, the last ``Stats``, the et_tensorrt delegate plans
     recorded, what ExecuTorch logged as (level, text)) of ``generate(stats_callback)``, a call of ExecuTorch's C++

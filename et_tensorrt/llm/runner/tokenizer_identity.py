@@ -40,9 +40,10 @@ def _hf_identity(path: str) -> TokenizerIdentity | None:
 
 
 def _native_identity(path: str) -> TokenizerIdentity | None:
-    from .runner_output import _Captured, _native_tokenizer
+    from .runner_output import _Captured
+    from .tokenizer_files import native_tokenizer
 
-    reader = _native_tokenizer(path)
+    reader = native_tokenizer(path)
     if reader is None:
         return None
     with _Captured(2):

@@ -17,7 +17,6 @@ import time
 
 from ...errors import InputShapeError, RunnerError
 from .. import constants
-from .methods_driver import next_token
 from .outcome import STOP_CONTEXT, STOP_EOS, STOP_MAX_NEW_TOKENS, Generation, _check_files
 from .program_facts import _constants
 
@@ -58,6 +57,17 @@ def _check_length(samples: int, rate: int, shortest: int, longest: int, what: st
             f"{what} is {samples} samples long; the encoder takes at least {shortest} ({shortest / rate:.3f} s at "
             f"{rate} Hz): pad it with silence"
         )
+
+
+def _next_token(logits, temperature: float = 0.0) -> int:
+    """The token after the last position of ``logits``: the likeliest (``temperature`` 0), else drawn from their
+    softmax at ``temperature``."""
+    import torch
+
+    last = logits.reshape(-1, logits.shape[-1])[-1].float()
+    if temperature > 0:
+        return int(torch.multinomial(torch.softmax(last / temperature, -1), 1))
+    return int(last.argmax())
 
 
 class Transcriber:
@@ -168,7 +178,7 @@ class Transcriber:
             logits = self._step(token, position, hidden, cross)
         position = len(prompt)
         while generated < limit:
-            token = next_token(logits, temperature)
+            token = _next_token(logits, temperature)
             generated += 1
             tokens.append(token)
             if token in eos:
