@@ -22,6 +22,7 @@ check bounds, so a write the delegate cannot check stays a write back.
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -105,7 +106,7 @@ def find_states(ep: ExportedProgram) -> list[State]:
             state.reason = site
         else:
             state.positions, state.update = site
-            state.guard = _guard(state.positions, inputs)
+            state.guard = _guard(state.positions, inputs, _slice_length(value))
             if state.guard is None:
                 state.reason = (
                     f"its write position ({state.positions.name}) is not read from a delegate input, so it cannot be "
@@ -137,9 +138,16 @@ def _cache_write(value: torch.fx.Node, placeholder: torch.fx.Node):
         dim, positions, update = value.args[1], value.args[2], value.args[3]
         if dim not in (2, -2):
             return f"an index_copy along dim {dim}, not the sequence axis"
+    elif value.target == aten.slice_scatter.default:
+        # ``cache.narrow(2, start, S).copy_(rows)`` (ExecuTorch's Gemma 4 KV cache): rows written at one position
+        update, dim, start, end, step = (list(value.args[1:]) + [0, None, None, 1][len(value.args) - 2 :])[:5]
+        if dim not in (2, -2) or step != 1 or not isinstance(start, torch.fx.Node) or _length(start, end) is None:
+            return "a slice_scatter that does not write rows [start, start + S) along the sequence axis"
+        positions = start
+        update = _copied_rows(update, placeholder)
     else:
         return f"its new value comes from {getattr(value.target, '__name__', value.target)}, not a cache write"
-    if list(placeholder.users) != [value]:
+    if any(user is not value and not _copy_destination(user, placeholder) for user in placeholder.users):
         return "the program also reads the cache before the write"
     rows = update.meta.get("val") if isinstance(update, torch.fx.Node) else None
     pos = positions.meta.get("val") if isinstance(positions, torch.fx.Node) else None
@@ -152,9 +160,56 @@ def _cache_write(value: torch.fx.Node, placeholder: torch.fx.Node):
         return f"the written rows ({_describe(rows)}) do not broadcast to the cache's batch and heads"
     if lead[3] != cache.shape[3]:
         return f"the written rows ({_describe(rows)}) are not as wide as the cache's {cache.shape[3]}"
+    if isinstance(pos, torch.SymInt):  # the first position of a slice write
+        return positions, update
     if not isinstance(pos, torch.Tensor) or pos.dim() != 1 or pos.dtype not in (torch.int32, torch.int64):
         return f"its positions ({_describe(pos)}) are not a 1-D integer tensor"
     return positions, update
+
+
+def _copy_destination(node: torch.fx.Node, placeholder: torch.fx.Node) -> bool:
+    """Whether ``node`` is the slice of the cache that functionalization's ``copy(slice, rows)`` overwrites
+    (``narrow(...).copy_(rows)``): its values are never read."""
+    return (
+        node.op == "call_function"
+        and node.target in (aten.slice.Tensor, aten.slice_copy.Tensor)
+        and all(u.op == "call_function" and u.target == aten.copy.default and u.args[0] is node for u in node.users)
+    )
+
+
+def _copied_rows(update, placeholder: torch.fx.Node):
+    """The rows a slice write stores: ``src`` of ``copy(slice(cache), src)`` when their shapes match, else
+    ``update`` itself."""
+    if (
+        isinstance(update, torch.fx.Node)
+        and update.op == "call_function"
+        and update.target == aten.copy.default
+        and isinstance(update.args[0], torch.fx.Node)
+        and update.args[0].args[0] is placeholder
+        and _copy_destination(update.args[0], placeholder)
+    ):
+        src = update.args[1]
+        if isinstance(src, torch.fx.Node) and src.meta.get("val") is not None:
+            if tuple(src.meta["val"].shape) == tuple(update.meta["val"].shape):
+                return src
+    return update
+
+
+def _slice_length(value: torch.fx.Node):
+    """A slice write's row count (``_length`` of its bounds); None for the other writes."""
+    if value.target != aten.slice_scatter.default:
+        return None
+    return _length(value.args[3], value.args[4])
+
+
+def _length(start: torch.fx.Node, end) -> int | torch.fx.Node | None:
+    """L for a slice ``[start, start + L)``: an int or the node of its SymInt, else None."""
+    if isinstance(end, torch.fx.Node) and end.op == "call_function" and end.target is operator.add:
+        if end.args[0] is start:
+            return end.args[1]
+        if end.args[1] is start:
+            return end.args[0]
+    return None
 
 
 def _unwrapped(index):
@@ -180,22 +235,33 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _guard(positions: torch.fx.Node, inputs: list[torch.fx.Node]) -> PositionGuard | None:
+def _guard(positions: torch.fx.Node, inputs: list[torch.fx.Node], length=None) -> PositionGuard | None:
+    """How the delegate checks the write before the call: ``positions`` is the positions tensor, or (a slice
+    write) the SymInt of the first position with ``length`` its number of rows."""
     index = {n: i for i, n in enumerate(inputs)}
     if positions in index:
         return PositionGuard(index[positions], POSITIONS)
+    if isinstance(positions.meta.get("val"), torch.SymInt):
+        return _start_guard(_scalar_source(positions), length, index, inputs)
     if positions.op == "call_function" and positions.target == aten.add.Tensor:
         for ramp, start in (positions.args[:2], positions.args[1::-1]):
-            length = _ramp_length(ramp)
             source = _scalar_source(start) if isinstance(start, torch.fx.Node) else None
-            if length is None or source not in index:
-                continue
-            if isinstance(length, int):
-                return PositionGuard(index[source], START, length_value=length)
-            found = _size_source(length, inputs)
-            if found is not None:
-                return PositionGuard(index[source], START, length_input=found[0], length_dim=found[1])
+            guard = _start_guard(source, _ramp_length(ramp), index, inputs)
+            if guard is not None:
+                return guard
     return None
+
+
+def _start_guard(source, length, index: dict, inputs: list[torch.fx.Node]) -> PositionGuard | None:
+    """A START guard: the write begins at element 0 of the delegate input ``source`` and is ``length`` rows."""
+    if length is None or source not in index:
+        return None
+    if isinstance(length, int):
+        return PositionGuard(index[source], START, length_value=length)
+    found = _size_source(length, inputs)
+    if found is None:
+        return None
+    return PositionGuard(index[source], START, length_input=found[0], length_dim=found[1])
 
 
 def _ramp_length(node) -> int | torch.fx.Node | None:
@@ -209,7 +275,7 @@ def _ramp_length(node) -> int | torch.fx.Node | None:
     return None
 
 
-_PASS_THROUGH = (aten._local_scalar_dense.default, aten.scalar_tensor.default, aten._to_copy.default)
+_PASS_THROUGH = (aten._local_scalar_dense.default, aten.item.default, aten.scalar_tensor.default, aten._to_copy.default)
 
 
 def _scalar_source(node: torch.fx.Node) -> torch.fx.Node | None:
@@ -266,8 +332,7 @@ def engine_program(ep: ExportedProgram, states: list[State]) -> ExportedProgram:
         if state.in_place:
             cache, positions, update = nodes[state.placeholder], nodes[state.positions.name], nodes[state.update.name]
             with graph.inserting_before(value):
-                first = graph.call_function(aten.slice.Tensor, (positions, 0, 0, 1))
-                first.meta["val"] = positions.meta["val"][0:1]
+                first = _first_position(graph, positions)
                 batch, heads, _, width = cache.meta["val"].shape
                 indices = graph.call_function(aten.expand.default, (first, [batch]))
                 indices.meta["val"] = first.meta["val"].expand(batch)
@@ -305,6 +370,22 @@ def engine_program(ep: ExportedProgram, states: list[State]) -> ExportedProgram:
         module_call_graph=_call_graph(signature),
         constants={k: v for k, v in ep.constants.items() if k not in mutated},
     )
+
+
+def _first_position(graph: torch.fx.Graph, positions: torch.fx.Node) -> torch.fx.Node:
+    """The write's first position as a 1-element int64 tensor: ``positions[0:1]``, or a slice write's start."""
+    value = positions.meta["val"]
+    if isinstance(value, torch.Tensor):
+        first = graph.call_function(aten.slice.Tensor, (positions, 0, 0, 1))
+        first.meta["val"] = value[0:1]
+        return first
+    scalar = graph.call_function(aten.scalar_tensor.default, (positions,), {"dtype": torch.int64})
+    first = graph.call_function(aten.unsqueeze.default, (scalar, 0))
+    fake = next(n.meta["val"] for n in graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)).fake_mode
+    with fake:
+        scalar.meta["val"] = torch.scalar_tensor(0, dtype=torch.int64)
+        first.meta["val"] = scalar.meta["val"].unsqueeze(0)
+    return first
 
 
 def _as_rows(graph: torch.fx.Graph, rows: torch.fx.Node, shape: list) -> torch.fx.Node:

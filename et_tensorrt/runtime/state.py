@@ -145,6 +145,10 @@ def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, st
             value.target = _IN_PLACE[value.target]  # same arguments; returns the state itself
             how[spec.target] = IN_PLACE
             continue
+        if value not in returned and _slice_write(graph, value, state, order):
+            how[spec.target] = IN_PLACE
+            values[i] = state  # the write (a copy_ into a view of it) ran before anything reads the new value
+            continue
         out = _out_overload(value, state, order) if value not in returned else None
         if out is not None:
             value.target, value.kwargs = out, {**value.kwargs, "out": state}  # returns the state itself
@@ -158,6 +162,25 @@ def write_in_place(program: torch.export.ExportedProgram, names) -> dict[str, st
     graph.lint()
     program.graph_module.recompile()
     return how
+
+
+def _slice_write(graph: torch.fx.Graph, value: torch.fx.Node, state: torch.fx.Node, order: dict) -> bool:
+    """``slice_scatter(state, rows, dim, start, end)`` (``state.narrow(...).copy_(rows)`` functionalized) done in
+    place: ``copy_`` into the slice of the state, and every reader of the new value reads the state. Only when
+    the graph reads the old state (and its views) before the write; returns whether it rewrote."""
+    if value.op != "call_function" or value.target != aten.slice_scatter.default or value.args[0] is not state:
+        return False
+    readers = _readers(state) - {value}
+    if any(order[r] > order[value] for r in readers) or state in value.args[1:]:
+        return False
+    rows, *bounds = value.args[1:]
+    with graph.inserting_before(value):
+        view = graph.call_function(aten.slice.Tensor, (state, *bounds))
+        view.meta["val"] = rows.meta.get("val") if isinstance(rows, torch.fx.Node) else None
+        graph.call_function(aten.copy_.default, (view, rows))
+    value.replace_all_uses_with(state)
+    graph.erase_node(value)
+    return True
 
 
 def _out_overload(value: torch.fx.Node, state: torch.fx.Node, order: dict) -> torch._ops.OpOverload | None:

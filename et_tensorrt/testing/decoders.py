@@ -5,6 +5,7 @@ Tiny configs with random weights (nothing is downloaded):
 * ``executorch_llama(dynamic)``: ExecuTorch's ``examples/models/llama`` Transformer with ``use_kv_cache=True``;
   ``dynamic=True`` is its LLM export default (``enable_dynamic_shape``: one ``forward`` for a prompt of S
   tokens and for single tokens, the write position read with ``input_pos[0].item()``).
+* ``executorch_gemma4()``: ExecuTorch's Gemma 4 text decoder as its export script makes it.
 * ``hf_llama()``: HF transformers' ``TorchExportableModuleForDecoderOnlyLM`` (a Llama with a static cache).
 * ``hf_causal_lm(model)``: any HF causal LM as ``et_tensorrt.llm.export_causal_lm`` exports it (prefill/decode).
 * ``hf_tiny_causal_lm(kind)``: a tiny HF Llama or Qwen3 model itself, for ``export_causal_lm``.
@@ -144,6 +145,47 @@ def executorch_qwen3_5(dynamic: bool = False, vocab: int = VOCAB) -> Decoder:
     decoder = executorch_llama(dynamic, vocab=vocab, model_args=QWEN3_5_ARGS)
     decoder.name = decoder.name.replace("executorch llama", "executorch qwen3_5")
     return decoder
+
+
+def executorch_gemma4(vocab: int = VOCAB, dim: int = 32) -> Decoder:
+    """ExecuTorch's Gemma 4 text decoder (examples/models/gemma4/text_decoder) as ``export_gemma4.py`` exports it:
+    custom SDPA, a dynamic number of tokens, the embeddings of other modalities as a third input; 2 layers (one
+    sliding-window, one full attention). It reads its write position with ``input_pos[0].item()``, writes the
+    cache with ``narrow(...).copy_`` and attends over ``narrow(cache, 0, start + S)`` (a data-dependent length).
+    Each call's ``inputs_embeds`` are random but fixed by its start position, as an audio prompt's would be."""
+    from executorch.examples.models.gemma4.text_decoder.gemma4_config import Gemma4Config
+    from executorch.examples.models.gemma4.text_decoder.gemma4_model import Gemma4Model
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+
+    config = Gemma4Config(
+        hidden_size=dim, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+        global_head_dim=16, vocab_size=vocab, intermediate_size=2 * dim, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16, hidden_size_per_layer_input=8,
+        vocab_size_per_layer_input=vocab, num_kv_shared_layers=0, audio_token_id=vocab - 8,
+        image_token_id=vocab - 7, audio_vocab_offset=vocab - 6,
+    )  # fmt: skip
+    config.use_kv_cache, config.max_seq_len, config.max_context_len = True, MAX_CONTEXT, MAX_CONTEXT
+    config.enable_dynamic_shape, config.use_custom_sdpa = True, True
+    torch.manual_seed(0)
+    wrapper = Gemma4Model(config=config, dtype=torch.float32)
+    model = wrapper.get_eager_model().eval().requires_grad_(False)
+    reference = copy.deepcopy(model)
+
+    def inputs(tokens, start):
+        embeds = torch.randn(1, len(tokens), dim, generator=torch.Generator().manual_seed(start))
+        positions = torch.arange(start, start + len(tokens), dtype=torch.long)
+        return (torch.tensor([tokens], dtype=torch.long),), {"input_pos": positions, "inputs_embeds": embeds}
+
+    def export(tokens, dynamic_length):
+        (ids,), kwargs = inputs(tokens, 0)
+        shapes = wrapper.get_dynamic_shapes(with_audio_embeds=True) if dynamic_length else None
+        with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
+            return torch.export.export(model, (ids,), kwargs=kwargs, dynamic_shapes=shapes)
+
+    states = tuple(n for n, _ in model.named_buffers() if n.endswith(("k_cache", "v_cache")))
+    cache = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n in states)
+    program = export([3, 5, 7, 9, 11], True)
+    return Decoder("executorch gemma4 text decoder", program, reference, inputs, True, cache, export, states)
 
 
 def hf_inputs(tokens, start):
