@@ -130,10 +130,16 @@ def test_the_fallback_notice_comes_before_the_text_never_inside_it(llm):
         assert "  [et_tensorrt] warning: partition runs with PyTorch on cpu" in out[: out.index("the cat")], out
 
 
-def test_program_without_llm_methods_is_refused(llm, tmp_path):
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """ExecuTorch's llama lowered without the LLM constant methods (what generate refuses), once for the module."""
+    path = tmp_path_factory.mktemp("plain") / "plain.pte"
+    path.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
+    return path
+
+
+def test_program_without_llm_methods_is_refused(llm, plain):
     _, _, tokenizer = llm
-    plain = tmp_path / "plain.pte"
-    plain.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
     with pytest.raises(RunnerError, match=r"no method\(s\) get_max_seq_len, .*llm_methods"):
         TextGenerator(plain, tokenizer)
 
@@ -288,7 +294,7 @@ def test_methods_driver_loads_when_made_and_calls_once_a_token(llm, monkeypatch)
     assert made == []
 
 
-def test_the_command_line_and_the_python_api_open_a_program_alike(llm, tmp_path, run_cli):
+def test_the_command_line_and_the_python_api_open_a_program_alike(llm, plain, tmp_path, run_cli):
     """``open_generator`` (et_tensorrt.llm.runner.opening) makes the driver ``generate`` chooses, and refuses what it
     refuses in the same words."""
     from et_tensorrt.llm import open_generator
@@ -297,8 +303,6 @@ def test_the_command_line_and_the_python_api_open_a_program_alike(llm, tmp_path,
     ours, _, tokenizer = llm
     assert driver_kind(ours.read_bytes()) == "TextLLMRunner"
     assert type(open_generator(ours, tokenizer)) is TextGenerator
-    plain = tmp_path / "plain.pte"
-    plain.write_bytes(et_tensorrt.lower(decoders.executorch_llama().program))
     with pytest.raises(RunnerError) as refused:
         open_generator(plain, tokenizer)
     result = run_cli("generate", plain, "--tokenizer", tokenizer, "--prompt", "the cat", cwd=tmp_path)
