@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 ENV = "ET_TENSORRT_TEST_CACHE_DIR"
@@ -55,8 +56,12 @@ def folder(tmp_path_factory) -> Path:
             f"own, or {ENV}={OFF} for a fresh one each session"
         )
     here = root / sources_digest()
-    here.mkdir(parents=True, exist_ok=True)
-    os.utime(here)  # the most recently used: kept by _prune
+    try:
+        here.mkdir(parents=True, exist_ok=True)
+        os.utime(here)  # the most recently used: kept by _prune
+    except OSError as exc:  # a read-only or full home: the run goes on, cold
+        warnings.warn(f"{ENV}: cannot use {here} ({exc.strerror}); a fresh engine cache for this session", stacklevel=1)
+        return tmp_path_factory.mktemp("engines")
     _prune(root)
     return here
 
