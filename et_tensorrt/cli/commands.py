@@ -40,6 +40,7 @@ from .inputs import (
 )
 from .lowering import LoweringRequest, lower_program, write_program
 from .methods import choose_method, method_to_check, pte_methods
+from .profile import print_profile
 from .program_file import load_programs
 
 
@@ -170,6 +171,8 @@ def _named_data_hint(pte: str, data: str | None):
 def cmd_run(args) -> int:
     from .. import Runner
 
+    if args.profile_layers and not args.profile:
+        raise UsageError("--profile-layers needs --profile ETDUMP (the file the events are written to)")
     _require_cuda(args.device)
     plan = choose_method(args.pte, args.method, pte_methods(args.pte))
     specs = pte_input_specs(args.pte, plan)
@@ -188,7 +191,8 @@ def cmd_run(args) -> int:
     check_pte_inputs(inputs, specs, plan.name)
     times = []
     with backend_log(args.debug), quiet_native_stderr(args.debug), _named_data_hint(args.pte, data):
-        runner = Runner(args.pte, verify=not args.no_verify, data_path=data)
+        profile = ("layers" if args.profile_layers else True) if args.profile else False
+        runner = Runner(args.pte, verify=not args.no_verify, data_path=data, profile=profile)
         for call in range(args.warmup + args.repeat):
             start = time.perf_counter()
             outputs = runner.run(inputs, method=plan.name)
@@ -198,6 +202,10 @@ def cmd_run(args) -> int:
     print("outputs:")
     print_tensors("output", outputs)
     print(timing(times, args.warmup))
+    if args.profile:
+        print_profile(
+            runner, args.profile, calls=args.warmup + args.repeat, warmup=args.warmup, layers=args.profile_layers
+        )
     return EXIT_OK
 
 

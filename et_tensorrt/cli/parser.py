@@ -433,6 +433,19 @@ def build_parser(commands, description: str | None = None) -> argparse.ArgumentP
         action="store_true",
         help="skip ExecuTorch's program verification (trusted files only, see docs/security.md)",
     )
+    p.add_argument(
+        "--profile",
+        type=_output_file,
+        metavar="ETDUMP",
+        help="trace every call with ExecuTorch's ETDump generator: print the delegates' events per phase (calls, "
+        "median, total, bytes) and write the ETDump to ETDUMP for executorch.devtools.Inspector (docs/profiling.md)",
+    )
+    p.add_argument(
+        "--profile-layers",
+        action="store_true",
+        help="with --profile: also time each TensorRT engine layer (TensorRT's IProfiler; on a GPU, not with a CUDA "
+        "graph)",
+    )
 
     p = sub.add_parser(
         "prepare",
