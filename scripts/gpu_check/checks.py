@@ -589,6 +589,53 @@ class Checks:
             data,
         )
 
+    # -- the profile: per-layer engine time (issue 52) ---------------------------------------------------------
+    def layer_profile(self, name: str):
+        """``Runner(..., profile="layers")``: every call's engine layers, one event each named by the layer (TensorRT's
+        IProfiler), beside the delegate's phases, in the table and in the ETDump it writes."""
+        calls = 3
+        runner = self.et.Runner(str(self.dir / self.table[name]["pte"]), profile="layers")
+        for _ in range(calls):
+            runner.run(self.inputs(name))
+        executors = sorted({p.executor for p in runner.last_plans})
+        if executors != ["tensorrt"]:
+            raise AssertionError(f"executor {executors}: no engine ran, so no layer was timed")
+        table = runner.profile_table()
+        phases = {"input copies", "tensorrt", "output copies"}
+        layers = [r for r in table.rows if r.name not in phases and not r.name.startswith("init")]
+        if not layers or any(r.calls != calls for r in layers):
+            raise AssertionError(f"layer rows {[(r.name, r.calls) for r in layers]}: expected each {calls} times")
+        with tempfile.TemporaryDirectory() as folder:
+            size = runner.write_etdump(Path(folder) / "layers.etdump")
+        layer_us, engine_us = sum(r.median_us for r in layers), table.row("tensorrt").median_us
+        slowest = sorted(layers, key=lambda r: -r.median_us)[:5]
+        data = {
+            "layers": len(layers),
+            "layers_median_us_sum": round(layer_us, 1),
+            "tensorrt_median_us": round(engine_us, 1),
+            "slowest": [(r.name, round(r.median_us, 1)) for r in slowest],
+            "etdump_bytes": size,
+            "table": str(table),
+        }
+        return (
+            f"{len(layers)} layer events per call ({calls} calls), their medians summing to {layer_us:.1f} us of the "
+            f"tensorrt event's {engine_us:.1f} us; slowest {slowest[0].name!r} {slowest[0].median_us:.1f} us; "
+            f"ETDump {size:,} B",
+            data,
+        )
+
+    def layer_profile_refused_with_graph(self, name: str):
+        """Per-layer profiling and CUDA-graph replay together (decode is lowered with ``cuda_graph``): refused as the
+        method loads, naming why."""
+        runner = self.et.Runner(str(self.dir / self.refs["methods"][name]["pte"]), profile="layers")
+        try:
+            runner.load_method("decode")
+        except self.et.RunnerError as e:
+            if "cannot be combined with CUDA-graph replay" not in str(e):
+                raise
+            return f"refused: {str(e)[-200:]}"
+        raise AssertionError("decode, lowered with cuda_graph, loaded with per-layer profiling on")
+
     # -- the next token chosen in the engine (issue 46) --------------------------------------------------------
     def _next_token_loop(self, runner, spec: dict, on_device: bool) -> tuple[list[int], list[float], list[int]]:
         """The prompt, then the decode steps of ``spec``, greedy, each token read by the host (8 bytes) to see it:
@@ -993,6 +1040,7 @@ def main() -> int:
     run(f"{first}: host input staged into one reused buffer", lambda: c.host_input_staged(first), have, gpu=True)
     run(f"{first}: caller-owned CUDA output written in place", lambda: c.output_in_place(first), have, gpu=True)
     run("host pointer labelled cuda refused (driver cross-check)", c.host_pointer_refused, et, gpu=True)
+    run(f"{first}: per-layer engine time in the profile (issue 52)", lambda: c.layer_profile(first), have, gpu=True)
     planned = "mlp_fp32_planned"
     run(f"{planned}: device -> host output", lambda: c.d2h_output(planned), c.runners.get(planned), gpu=True)
     for name in (n for n, spec in c.table.items() if (spec.get("quantize") or "").startswith("int4")):
@@ -1029,6 +1077,8 @@ def main() -> int:
             gpu=True)  # fmt: skip
         run(f"{name}: TensorRT-RTX runtime cache saved and reused (issue 34)", lambda n=name: c.runtime_cache(n), et,
             gpu=True)  # fmt: skip
+        run(f"{name}: per-layer profiling refused with the CUDA graph (issue 52)",
+            lambda n=name: c.layer_profile_refused_with_graph(n), et, gpu=True)  # fmt: skip
     if "next_token" in c.refs:
         run("next token chosen in the engine, fed back: eager greedy (issue 46)", c.next_token, et)
         run(

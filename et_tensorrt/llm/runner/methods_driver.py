@@ -29,9 +29,11 @@ class MethodsDriver:
     of ``get_eos_ids`` or the context's end. The methods bind the one KV cache in the delegate
     (docs/stateful-decode.md). A program that chooses its token (``export_causal_lm(sampling=...)``) feeds each call's
     token to the next as it is; one that returns logits has the host choose from them with the same sampler and draws
-    (:mod:`et_tensorrt.llm.sampling`). Takes a HF ``tokenizer.json`` (the ``tokenizers`` package)."""
+    (:mod:`et_tensorrt.llm.sampling`). Takes a HF ``tokenizer.json`` (the ``tokenizers`` package).
+    ``profile``: the Runner's (``True``, ``"layers"``; docs/profiling.md): every prefill and decode call's delegate
+    events, one set per call, in :meth:`profile_table` and the ETDump :meth:`write_etdump` writes."""
 
-    def __init__(self, model, tokenizer, data_path=None):
+    def __init__(self, model, tokenizer, data_path=None, *, profile: bool | str = False):
         from tokenizers import Tokenizer
 
         from ...runtime.runner import Runner
@@ -49,7 +51,7 @@ class MethodsDriver:
             )
         check_tokenizer(pte, model, tokenizer)
         self._tokenizer = Tokenizer.from_file(os.fspath(tokenizer))
-        self._runner = Runner(pte, data_path=data_path)
+        self._runner = Runner(pte, data_path=data_path, profile=profile)
         self.signature, self._context, self._eos = _program_facts(pte, decoding, names)
         for method in dict.fromkeys((self.signature.prefill, self.signature.decode)):
             # loaded now, as TextLLMRunner's load() loads its method: a generation's seconds are its calls'
@@ -124,3 +126,12 @@ class MethodsDriver:
     def reset(self) -> None:
         """The next ``generate`` starts at position 0 (the cache rows it leaves are masked, not cleared)."""
         self._position = 0
+
+    def profile_table(self):
+        """The delegates' events since the driver loaded its methods (or the last :meth:`write_etdump`), per phase
+        (``Runner.profile_table``): a generation of N tokens is one prefill and N - 1 decode calls' events."""
+        return self._runner.profile_table()
+
+    def write_etdump(self, path) -> int:
+        """The ETDump of those events, for ``executorch.devtools.Inspector``; the profile then starts over."""
+        return self._runner.write_etdump(path)
