@@ -133,8 +133,9 @@ def transform(ep: ExportedProgram) -> ExportedProgram:
     if any(llama_custom_ops.is_cache_update(n) for n in ep.graph.nodes):
         # before any run_decompositions: it would wrap the mutating op in auto_functionalized
         gm = copy.deepcopy(ep.graph_module)
-        llama_custom_ops.cache_updates_to_copies(gm.graph)
-        ep = _rebuilt(ep, gm, {})
+        renamed: dict[str, str] = {}
+        llama_custom_ops.cache_updates_to_copies(gm.graph, renamed)
+        ep = _rebuilt(ep, gm, renamed)
     table = delta_rule.decompositions(ep.graph) | llama_custom_ops.decompositions(ep.graph)
     if table:
         ep = ep.run_decompositions(table)

@@ -1,7 +1,10 @@
 """ExecuTorch's own example models (the installed wheel's ``executorch.examples.models``, tiny configs, random
 weights, nothing downloaded), exported as each model's export script does it, lowered with et_tensorrt and decoded
 against eager: every method one engine, its KV cache owned by the delegate. Their programs carry ExecuTorch's LLM
-custom ops (``llama.custom_sdpa``, ``llama.update_cache``), which ``partition/llama_custom_ops.py`` decomposes."""
+custom ops (``llama.custom_sdpa``, ``llama.update_cache(_with_indices)``), which ``partition/llama_custom_ops.py``
+decomposes (each rewrite checked against ExecuTorch's kernel here). Voxtral Realtime, Gemma 4's text decoder, and
+examples/models/llama's lfm2, qwen3 and smollm3 through export_llama's own code (``LlamaExample``); qwen3_5 is
+tested in tests/backend/test_backend_gated_delta_net.py. The table in docs/models.md comes from these tests."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 import torch
 
 import et_tensorrt
+import et_tensorrt.errors
 from et_tensorrt.partition import llama_custom_ops
 
 custom_ops = pytest.importorskip("executorch.extension.llm.custom_ops.custom_ops")
@@ -30,6 +34,45 @@ def test_custom_sdpa_decomposition_is_the_kernel(start, length, is_causal):
     want = torch.ops.llama.custom_sdpa(q, k, v, start, mask, 0.0, is_causal, 0.3)
     got = llama_custom_ops.custom_sdpa(q, k, v, start, mask, 0.0, is_causal, 0.3)
     assert (got - want).abs().max() < 1e-5
+
+
+class _CacheWrite(torch.nn.Module):
+    """A ``[B, L, H, D]`` cache buffer written by one of ExecuTorch's cache-update ops, then read."""
+
+    def __init__(self, with_indices: bool):
+        super().__init__()
+        self.with_indices = with_indices
+        self.register_buffer("cache", torch.randn(2, 8, 2, 4, generator=torch.Generator().manual_seed(1)))
+
+    def forward(self, value, where):
+        if self.with_indices:
+            torch.ops.llama.update_cache_with_indices(value, self.cache, 0, where)
+        else:
+            torch.ops.llama.update_cache(value, self.cache, where[0].item())
+        return self.cache * 2
+
+
+@pytest.mark.parametrize("functionalized", [False, True], ids=["as exported", "after run_decompositions"])
+@pytest.mark.parametrize("with_indices", [False, True], ids=["update_cache", "update_cache_with_indices"])
+def test_cache_update_decomposition_is_the_kernel(with_indices, functionalized):
+    """The rewrite of ``llama.update_cache(_with_indices)`` against ExecuTorch's CPU kernel, for the op as
+    ``torch.export`` leaves it and wrapped in ``auto_functionalized_v2`` (what ExecuTorch's LLM export hands on):
+    the cache written where the kernel writes it, the op gone."""
+    from et_tensorrt.partition import pre_decomposition
+
+    torch.manual_seed(0)
+    value = torch.randn(2, 3, 2, 4)
+    where = torch.tensor([[5, 6, 7], [7, 0, 1]]) if with_indices else torch.tensor([4])
+    program = torch.export.export(_CacheWrite(with_indices), (value, where))
+    if functionalized:
+        program = program.run_decompositions({})
+    rewritten = pre_decomposition.transform(program)
+    assert not any(llama_custom_ops.is_cache_update(n) for n in rewritten.graph.nodes)
+    kernel, module = _CacheWrite(with_indices), rewritten.module()
+    want = kernel(value, where)
+    got = module(value, where)
+    assert (got - want).abs().max() < 1e-6 and (module.cache - kernel.cache).abs().max() < 1e-6
+    assert (got - _CacheWrite(with_indices).cache * 2).abs().max() > 0.1  # the write happened
 
 
 def _voxtral():
@@ -122,6 +165,166 @@ def test_voxtral_realtime(voxtral_realtime):
 
 
 # ExecuTorch's qwen3_5 (the gated delta net): tests/backend/test_backend_gated_delta_net.py lowers and decodes it.
+
+
+# ------------------------------------------------- examples/models/llama's Transformer: lfm2, qwen3, smollm3
+# Each family is examples/models/llama's Transformer with its own params json (examples/models/<family>/config, not in
+# the wheel: the same keys here, tiny). ModelType picks only the checkpoint conversion (none here) and the scaled-RoPE
+# check (off in all three); 1.5.1's LlmConfig has no smollm3 one, and its export is the llama one all the same.
+LLAMA_FAMILIES = {
+    "lfm2": ("lfm2_350m", dict(use_hf_rope=True, use_qk_norm=True, qk_norm_before_rope=True, rope_theta=1e6,
+                               layer_types=["conv", "full_attention"], norm_eps=1e-5)),
+    "qwen3": ("qwen3_0_6b", dict(head_dim=16, use_hf_rope=True, use_qk_norm=True, qk_norm_before_rope=True,
+                                 rope_theta=1e6, attention_qkv_bias=False, norm_eps=1e-6)),
+    "smollm3": ("smollm2", dict(use_hf_rope=True, no_rope_layer_interval=4, rope_theta=5e6, attention_qkv_bias=False,
+                                n_layers=4, norm_eps=1e-6)),  # its 4th layer without RoPE
+}  # fmt: skip
+TINY = dict(dim=32, hidden_dim=64, n_heads=2, n_kv_heads=1, n_layers=2, ffn_dim_multiplier=1)
+TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12]  # a prompt of 4, then single tokens
+# lower() of a program as export_llama makes it with use_sdpa_with_kv_cache (its XNNPACK configs'): the engine reads
+# input_pos[0].item() itself, as the slice_scatter start of the cache write, and TensorRT makes input_pos a shape tensor
+CUSTOM_OPS_REFUSAL = "partition input(s) args_1 set a shape by their values (TensorRT shape tensors)"
+
+
+def _initialized(model) -> None:
+    """Llama2Model without a checkpoint builds on the meta device, ``to_empty``s it and resets the parameters that have
+    ``reset_parameters``: the others (RMSNorm's weights) and every buffer (the causal mask, the RoPE tables, the caches
+    and conv states) hold whatever the memory held. Each becomes what the module's constructor makes on the CPU, as a
+    checkpoint would give it: the tensor of that name and shape, or zeros for a buffer the source transforms replaced
+    (ExecuTorch's custom KV cache, zeros in its constructor too)."""
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+
+    fresh_model = construct_transformer(model.params)
+    made = dict(fresh_model.named_parameters()) | dict(fresh_model.named_buffers())
+    with torch.no_grad():
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            fresh = made.get(name)
+            if fresh is not None and fresh.shape == tensor.shape:
+                tensor.copy_(fresh)
+            elif not isinstance(tensor, torch.nn.Parameter):
+                tensor.zero_()
+
+
+class LlamaExample:
+    """One of ExecuTorch's llama-based example models, fluent: ``LlamaExample("qwen3").export().lower()`` then
+    ``.decode(TOKENS)``. ``export`` is export_llama's own path (``_prepare_for_llama_export``: the model, its source
+    transforms, then ``LLMEdgeManager.export`` and the re-export its lowering does), ``use_kv_cache`` and
+    ``enable_dynamic_shape`` (its default) on, ``use_sdpa_with_kv_cache`` as given (ExecuTorch's XNNPACK configs turn it
+    on: custom SDPA and ``llama.update_cache``). Random weights, nothing downloaded; BOS 0 and EOS 1, a byte-level
+    tokenizer's vocabulary."""
+
+    def __init__(self, family: str, custom_ops: bool = True, vocab: int = 320):
+        self.family, self.custom_ops, self.vocab = family, custom_ops, vocab
+        self.program = self.eager = self.metadata = self.pte = self.report = None
+
+    def export(self, folder) -> LlamaExample:
+        import json
+
+        from executorch.examples.models.llama.export_llama_lib import _prepare_for_llama_export
+        from executorch.extension.llm.export.config.llm_config import DtypeOverride, LlmConfig, ModelType
+
+        model_class, params = LLAMA_FAMILIES[self.family]
+        path = folder / f"{self.family}_params.json"
+        path.write_text(json.dumps(TINY | params | {"vocab_size": self.vocab}))
+        config = LlmConfig()
+        config.base.model_class, config.base.params = ModelType(model_class), str(path)
+        config.base.metadata = '{"get_bos_id": 0, "get_eos_ids": [1]}'  # as the family's yaml gives its own
+        config.model.use_kv_cache, config.model.use_sdpa_with_kv_cache = True, self.custom_ops
+        config.model.dtype_override = DtypeOverride("fp32")
+        config.export.max_seq_length = config.export.max_context_length = CONTEXT
+        torch.manual_seed(0)
+        manager = _prepare_for_llama_export(config)
+        _initialized(manager.model)
+        self.eager = copy.deepcopy(manager.model).eval()
+        manager.export()
+        self.program, self.metadata = manager._export(manager.pre_autograd_graph_module), manager.metadata
+        return self
+
+    def lower(self) -> LlamaExample:
+        self.pte = et_tensorrt.lower(self.program, constant_methods=self.metadata)
+        self.report = et_tensorrt.lower.last_reports["forward"]
+        return self
+
+    def decode(self, tokens, prompt: int = 4):
+        """decoders.decode's steps: the prompt in one call, then one token a call, against eager."""
+        from et_tensorrt.testing import decoders
+
+        def inputs(call, start):
+            return (torch.tensor([call]), {"input_pos": torch.tensor([start])}), {}
+
+        decoder = decoders.Decoder(self.family, self.program, self.eager, inputs, True, 0)
+        return decoders.decode(decoder, self.pte, tokens, prompt=prompt)
+
+    def summary(self, steps) -> str:
+        """The docs/models.md row's numbers: partitions, states owned, bytes of a decode step, largest error."""
+        owned = sum("owned by" in str(s) for s in self.report.states)
+        return (
+            f"{self.family}: {len(self.report.partitions)} partition(s), {owned} of {len(self.report.states)} states "
+            f"owned, decode step {max(s.bytes_moved for s in steps[1:])} B (logits {4 * self.vocab} B), "
+            f"max error {max(s.max_error for s in steps):.2e} over {len(steps)} calls"
+        )
+
+    def check(self, steps) -> None:
+        """One partition, every KV cache / conv state owned by the delegate; each call within 1e-4 of eager; a
+        decode step moving at most 2x the logits + 256 B."""
+        assert len(self.report.partitions) == 1 and not self.report.host_nodes, self.report
+        states = [n for n, _ in self.eager.named_buffers() if n.endswith(("_cache", "conv_state"))]
+        assert {s.buffer for s in self.report.states} == set(states), [str(s) for s in self.report.states]
+        assert all("owned by et_tensorrt_0" in str(s) for s in self.report.states), [str(s) for s in self.report.states]
+        assert max(s.max_error for s in steps) <= TOLERANCE, [s.max_error for s in steps]
+        assert all(s.bytes_moved <= 2 * 4 * self.vocab + 256 for s in steps[1:]), [s.bytes_moved for s in steps]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(LLAMA_FAMILIES))
+def test_llama_family_without_custom_ops(family, tmp_path):
+    """export_llama's default (``use_sdpa_with_kv_cache`` off: the model's own SDPA and KV cache)."""
+    example = LlamaExample(family, custom_ops=False).export(tmp_path).lower()
+    example.check(example.decode(TOKENS))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=et_tensorrt.errors.EngineBuildError, reason=CUSTOM_OPS_REFUSAL)
+@pytest.mark.parametrize("family", sorted(LLAMA_FAMILIES))
+def test_llama_family_as_its_xnnpack_config_exports_it(family, tmp_path):
+    """As the family's XNNPACK config exports it: custom SDPA and ``llama.update_cache``."""
+    example = LlamaExample(family).export(tmp_path).lower()
+    example.check(example.decode(TOKENS))
+
+
+@pytest.mark.slow
+def test_qwen3_through_textllmrunner_generates_what_eager_greedy_generates(tmp_path):
+    """ExecuTorch's C++ ``TextLLMRunner`` (et_tensorrt.llm.TextGenerator) over the lowered program, the constant
+    methods export_llama gives it: the text eager greedy decoding gives, each decode step within the bound."""
+    from tokenizers import Tokenizer
+
+    from et_tensorrt.llm import TextGenerator
+    from et_tensorrt.testing import decoders
+
+    tokenizer_path = tmp_path / "tokenizer.json"
+    vocab = decoders.byte_level_tokenizer(tokenizer_path)
+    example = LlamaExample("qwen3", custom_ops=False, vocab=vocab).export(tmp_path).lower()
+    (tmp_path / "model.pte").write_bytes(example.pte)
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    prompt = tokenizer.encode("the cat", add_special_tokens=False).ids
+    expected, logits = [], None
+    with torch.no_grad():  # eager: the prompt in one call, then greedy tokens, as the runner feeds them
+        logits = example.eager(torch.tensor([prompt]), {"input_pos": torch.tensor([0])})
+        for position in range(len(prompt), len(prompt) + 8):
+            token = int(logits.reshape(-1, vocab)[-1].argmax())
+            if token == 1:
+                break
+            expected.append(token)
+            logits = example.eager(torch.tensor([[token]]), {"input_pos": torch.tensor([position])})
+    got = TextGenerator(tmp_path / "model.pte", tokenizer_path).generate("the cat", max_new_tokens=8)
+    assert got.prompt_tokens == len(prompt) and got.generated_tokens >= len(expected)
+
+    def printed(text):  # ExecuTorch's safe_printf leaves out a one-byte piece that is neither printable nor space
+        return "".join(c for c in text if c.isprintable() or c.isspace())
+
+    text = tokenizer.decode(expected, skip_special_tokens=False).replace("\ufffd", "")
+    assert printed(got.text.decode("utf-8", "ignore")) == printed(text), (got.text, expected)
+    assert got.step_bytes and all(b <= 2 * 4 * vocab + 256 for b in got.step_bytes), got.step_bytes
 
 
 def _gemma4():
