@@ -11,6 +11,7 @@ Medians of --blocks blocks of --calls calls each, after a warm-up; ratios are ag
 Without a GPU the et_tensorrt delegate runs its partition with the PyTorch fallback executor.
 
     python scripts/bench_runtime.py [--calls 50] [--blocks 7]
+    python scripts/bench_runtime.py --tracer [--before DIR] [--rounds 3]   # what profiling costs (bench_tracer.py)
 """
 
 from __future__ import annotations
@@ -91,12 +92,23 @@ def main():
         help="torch intra-op threads (default 1: on a small shared machine more threads make "
         "tiny eager calls wait on each other; ExecuTorch's kernels are single-threaded)",
     )
+    ap.add_argument(
+        "--tracer",
+        action="store_true",
+        help="instead: Runner.run with profile off, profile=True and (--before) the package before it, side by side",
+    )
+    ap.add_argument("--before", metavar="DIR", help="with --tracer: a folder holding the earlier et_tensorrt/, built")
+    ap.add_argument("--rounds", type=int, default=3, help="with --tracer: rounds of the three measurements")
     args = ap.parse_args()
 
     os.environ.setdefault("ET_TENSORRT_CACHE_DIR", tempfile.mkdtemp(prefix="et_trt_bench_"))
     logging.getLogger("et_tensorrt").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     torch.set_num_threads(args.threads)
+    if args.tracer:
+        import bench_tracer
+
+        return bench_tracer.main(MODELS, args)
 
     from importlib.metadata import version
 
