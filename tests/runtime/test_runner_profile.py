@@ -102,3 +102,55 @@ def test_executorch_runtime_etdump_gives_the_same_table(mlp_tester, tmp_path):
     table = ProfileTable.from_etdump(str(tmp_path / "rt.etdump"))
     assert table.names == PHASES
     assert [table.row(n).calls for n in PHASES] == [1, 3, 3, 3]
+
+
+class _WithLayerTimes:
+    """The PyTorch fallback with what a layer-profiled TensorRT executor adds (``take_layer_times``), so the delegate's
+    C++ logging of layer events runs here without a GPU; ``native`` None: every call through ``run`` in Python."""
+
+    native = None
+
+    def __init__(self, executor, layers):
+        self._executor, self._layers = executor, layers
+
+    def __getattr__(self, name):
+        return getattr(self._executor, name)
+
+    def take_layer_times(self):
+        return list(self._layers)
+
+
+def test_layer_times_become_one_event_per_layer_inside_the_executor_event(mlp_tester, monkeypatch):
+    from et_tensorrt.runtime import executors
+
+    layers = [("conv1 + relu", 0.5), ("gemm", 0.25)]  # milliseconds, as TensorRT's IProfiler reports them
+    real = executors.pytorch_executor
+    monkeypatch.setattr(executors, "pytorch_executor", lambda *a: _WithLayerTimes(real(*a), layers))
+    runner = et_tensorrt.Runner(mlp_tester.pte, profile=True)
+    for _ in range(3):
+        runner.run([torch.randn(2, 8)])
+    table = runner.profile_table()
+    assert table.names == ["init", "input copies", "conv1 + relu", "gemm", "pytorch fallback", "output copies"]
+    assert table.row("conv1 + relu").calls == 3 and table.row("gemm").calls == 3
+    assert table.row("conv1 + relu").median_us == pytest.approx(500, abs=0.01)
+    assert table.row("gemm").median_us == pytest.approx(250, abs=0.01)
+    events = runner._profile.events()
+    layer, executor = [e for e in events if e[0] == "gemm"][0], [e for e in events if e[0] == "pytorch fallback"][0]
+    assert layer[3] == b"layer=2/2"
+    assert executor[1] <= layer[1] < layer[2]  # laid out from the run's start, in the executor's event
+
+
+def test_layer_times_are_not_taken_without_a_tracer(mlp_tester, monkeypatch):
+    from et_tensorrt.runtime import executors
+
+    taken = []
+    real = executors.pytorch_executor
+
+    class Counting(_WithLayerTimes):
+        def take_layer_times(self):
+            taken.append(1)
+            return []
+
+    monkeypatch.setattr(executors, "pytorch_executor", lambda *a: Counting(real(*a), []))
+    et_tensorrt.Runner(mlp_tester.pte).run([torch.randn(2, 8)])
+    assert taken == []
