@@ -135,7 +135,8 @@ class Runner:
             raise OptionError(f"profile={profile!r}: use True (the delegates' phases), 'layers' (and each TensorRT "
                               "layer) or False")  # fmt: skip
         self._profile = _C.EventProfile() if profile else None
-        self._layers = True if profile == "layers" else None  # None: as ET_TENSORRT_LAYER_PROFILE says
+        # layer profilers: asked for; with profile=True as ET_TENSORRT_LAYER_PROFILE says; never without a profile
+        self._layers = True if profile == "layers" else None if profile else False
         load_kernels()
         if isinstance(program, (bytes, bytearray, memoryview)):
             self._source, self._from = bytes(program), _C.ProgramRunner.from_bytes

@@ -154,3 +154,15 @@ def test_layer_times_are_not_taken_without_a_tracer(mlp_tester, monkeypatch):
     monkeypatch.setattr(executors, "pytorch_executor", lambda *a: Counting(real(*a), []))
     et_tensorrt.Runner(mlp_tester.pte).run([torch.randn(2, 8)])
     assert taken == []
+
+
+def test_a_runner_without_profile_gets_no_layer_profiler_whatever_the_environment(mlp_tester, monkeypatch):
+    from et_tensorrt.runtime import executors, layer_profile
+
+    seen = []
+    real = executors.pytorch_executor
+    monkeypatch.setattr(executors, "pytorch_executor", lambda *a: seen.append(layer_profile.enabled()) or real(*a))
+    monkeypatch.setenv(layer_profile.LAYER_PROFILE_ENV, "1")
+    et_tensorrt.Runner(mlp_tester.pte).run([torch.randn(2, 8)])
+    et_tensorrt.Runner(mlp_tester.pte, profile=True).run([torch.randn(2, 8)])
+    assert seen == [False, True]
