@@ -2,7 +2,8 @@
 weights, nothing downloaded), exported as each model's export script does it, lowered with et_tensorrt and decoded
 against eager: every method one engine, its KV cache owned by the delegate. Their programs carry ExecuTorch's LLM
 custom ops (``llama.custom_sdpa``, ``llama.update_cache(_with_indices)``), which ``partition/llama_custom_ops.py``
-decomposes (each rewrite checked against ExecuTorch's kernel here). Voxtral Realtime, Gemma 4's text decoder, and
+decomposes (custom SDPA checked against ExecuTorch's kernel here, the cache updates in
+tests/partition/test_partition_llama_custom_ops.py). Voxtral Realtime, Gemma 4's text decoder, and
 examples/models/llama's lfm2, qwen3 and smollm3 through export_llama's own code (``LlamaExample``); qwen3_5 is
 tested in tests/backend/test_backend_gated_delta_net.py. The table in docs/models.md comes from these tests."""
 
@@ -34,45 +35,6 @@ def test_custom_sdpa_decomposition_is_the_kernel(start, length, is_causal):
     want = torch.ops.llama.custom_sdpa(q, k, v, start, mask, 0.0, is_causal, 0.3)
     got = llama_custom_ops.custom_sdpa(q, k, v, start, mask, 0.0, is_causal, 0.3)
     assert (got - want).abs().max() < 1e-5
-
-
-class _CacheWrite(torch.nn.Module):
-    """A ``[B, L, H, D]`` cache buffer written by one of ExecuTorch's cache-update ops, then read."""
-
-    def __init__(self, with_indices: bool):
-        super().__init__()
-        self.with_indices = with_indices
-        self.register_buffer("cache", torch.randn(2, 8, 2, 4, generator=torch.Generator().manual_seed(1)))
-
-    def forward(self, value, where):
-        if self.with_indices:
-            torch.ops.llama.update_cache_with_indices(value, self.cache, 0, where)
-        else:
-            torch.ops.llama.update_cache(value, self.cache, where[0].item())
-        return self.cache * 2
-
-
-@pytest.mark.parametrize("functionalized", [False, True], ids=["as exported", "after run_decompositions"])
-@pytest.mark.parametrize("with_indices", [False, True], ids=["update_cache", "update_cache_with_indices"])
-def test_cache_update_decomposition_is_the_kernel(with_indices, functionalized):
-    """The rewrite of ``llama.update_cache(_with_indices)`` against ExecuTorch's CPU kernel, for the op as
-    ``torch.export`` leaves it and wrapped in ``auto_functionalized_v2`` (what ExecuTorch's LLM export hands on):
-    the cache written where the kernel writes it, the op gone."""
-    from et_tensorrt.partition import pre_decomposition
-
-    torch.manual_seed(0)
-    value = torch.randn(2, 3, 2, 4)
-    where = torch.tensor([[5, 6, 7], [7, 0, 1]]) if with_indices else torch.tensor([4])
-    program = torch.export.export(_CacheWrite(with_indices), (value, where))
-    if functionalized:
-        program = program.run_decompositions({})
-    rewritten = pre_decomposition.transform(program)
-    assert not any(llama_custom_ops.is_cache_update(n) for n in rewritten.graph.nodes)
-    kernel, module = _CacheWrite(with_indices), rewritten.module()
-    want = kernel(value, where)
-    got = module(value, where)
-    assert (got - want).abs().max() < 1e-6 and (module.cache - kernel.cache).abs().max() < 1e-6
-    assert (got - _CacheWrite(with_indices).cache * 2).abs().max() > 0.1  # the write happened
 
 
 def _voxtral():
