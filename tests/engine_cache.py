@@ -7,8 +7,10 @@ folder each session, as a cold run). It is never the user's own engine cache (``
 The build cache's key covers the partition, the options and the tools' versions, but not this package's code: its
 version is a fixed string while the code changes under it, and a hit skips the ONNX export, validation and build.
 So the entries sit in a subfolder named by a digest of et_tensorrt's sources (its ``.py`` files and native
-modules): a run of other code starts cold, a run of the same code (a rerun, a change to tests only) reuses what the
-last one built. The few most recently used subfolders are kept, older ones removed.
+modules) but for the subpackages that make or drive programs (``NOT_BUILDING``: the exporters, the command line, the
+test models), whose changes reach the key through the program's graph and weights: a run of other lowering code
+starts cold, a run of the same (a rerun, a change to tests, docs or those subpackages) reuses what the last one built.
+The few most recently used subfolders are kept, older ones removed.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ OFF = "off"
 DEFAULT = Path.home() / ".cache" / "et_tensorrt" / "test-engines"
 KEEP = 3  # subfolders (code versions) kept: the current one and the last two
 PACKAGE = Path(__file__).resolve().parents[1] / "et_tensorrt"
+NOT_BUILDING = ("llm", "cli", "testing")  # subpackages of et_tensorrt left out of the digest (see the module)
 
 
 def sources_digest(package: Path = PACKAGE) -> str:
-    """sha256 of et_tensorrt's Python sources and native modules (relative path and bytes), 16 hex digits."""
+    """sha256 of et_tensorrt's Python sources and native modules (relative path and bytes) but NOT_BUILDING's,
+    16 hex digits."""
     h = hashlib.sha256()
     files = [*package.rglob("*.py"), *package.rglob("*.so")]
-    for path in sorted(p for p in files if "__pycache__" not in p.parts):
+    left_out = {package / name for name in NOT_BUILDING}
+    for path in sorted(p for p in files if "__pycache__" not in p.parts and not left_out & set(p.parents)):
         h.update(str(path.relative_to(package)).encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
