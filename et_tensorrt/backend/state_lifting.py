@@ -36,7 +36,7 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from et_tensorrt.backend.value_slices import gathers_for_value_slices
+from et_tensorrt.backend.value_slices import gathers_for_value_slices, scatters_for_value_slices
 from et_tensorrt.builder.edge_to_aten import user_input_nodes
 from et_tensorrt.builder.kv_cache_op import AXIS, kv_cache_update
 
@@ -318,10 +318,13 @@ def engine_program(ep: ExportedProgram, states: list[State]) -> ExportedProgram:
     in ``states`` order, each in-place write a ``kv_cache_update``, and slices at values read from tensors
     gathers (value_slices). ``ep`` itself is not modified."""
     gm = copy.deepcopy(ep.graph_module)
-    if not gathers_for_value_slices(gm) and not states:
+    gathers = gathers_for_value_slices(gm)
+    # the slice writes that become TensorRT's KV-cache update stay slices until the loop below replaces them
+    scatters = scatters_for_value_slices(gm, keep={s.value for s in states if s.in_place})
+    if not gathers and not scatters and not states:
         return ep
     graph = gm.graph
-    nodes = {n.name: n for n in graph.nodes}
+    nodes = {n.name: n for n in graph.nodes} | scatters  # a written-back state's value may be a scatter now
     output = next(n for n in graph.nodes if n.op == "output")
     mutated = {s.buffer for s in states}
     old_values = list(output.args[0])

@@ -7,6 +7,11 @@ rows are ``index_select(freqs, 0, arange(S) + start)``: a gather whose indices a
 whose output size (``S``) comes from the tokens' shape. The write position's range is the delegate's to check
 (the state's position guard, backend/state_lifting.py).
 
+Writes the same way: ``slice_scatter(cache, rows, dim, start, start + S)`` (``cache.narrow(dim, start,
+S).copy_(rows)``, ExecuTorch's ``llama.update_cache`` on its ``[B, S, H, D]`` cache) is ``cache[..., arange(S) +
+start] = rows``, an ``index_put`` (a scatter) whose output has the cache's shape. (A write into a ``[B, H, S, D]``
+cache the delegate owns is TensorRT's KV-cache update instead, backend/state_lifting.py.)
+
 Applied to the program the ONNX export sees (the engine's); the embedded program keeps the slices.
 """
 
@@ -47,15 +52,8 @@ def gathers_for_value_slices(gm: torch.fx.GraphModule) -> int:
         x_val = x.meta["val"]
         fake = x_val.fake_mode
         with graph.inserting_before(node):
-            ramp = graph.call_function(aten.arange.start_step, (0, length), {"dtype": torch.int64})
-            first = graph.call_function(aten.scalar_tensor.default, (start,), {"dtype": torch.int64})
-            rows = graph.call_function(aten.add.Tensor, (ramp, first))
+            rows = _positions(graph, start, length, fake)
             gather = graph.call_function(aten.index_select.default, (x, dim, rows))
-        with fake:
-            length_val = length.meta["val"] if isinstance(length, torch.fx.Node) else length
-            ramp.meta["val"] = torch.arange(0, length_val, dtype=torch.int64)
-            first.meta["val"] = torch.scalar_tensor(0, dtype=torch.int64)
-            rows.meta["val"] = ramp.meta["val"] + first.meta["val"]
         gather.meta["val"] = node.meta["val"]
         node.replace_all_uses_with(gather)
         graph.erase_node(node)
@@ -65,3 +63,49 @@ def gathers_for_value_slices(gm: torch.fx.GraphModule) -> int:
         graph.lint()
         gm.recompile()
     return count
+
+
+def scatters_for_value_slices(gm: torch.fx.GraphModule, keep=frozenset()) -> dict[str, torch.fx.Node]:
+    """Rewrites ``slice_scatter(x, rows, dim, v, v + L)`` with ``v`` read from a tensor into ``index_put(x, [None] *
+    dim + [arange(L) + v], rows)``, except the nodes named in ``keep``; returns {old node's name: its
+    replacement}. ``gm`` is modified in place."""
+    graph = gm.graph
+    replaced = {}
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target != aten.slice_scatter.default or node.name in keep:
+            continue
+        if len(node.args) < 5:
+            continue
+        x, rows, dim, start, end = node.args[:5]
+        step = node.args[5] if len(node.args) > 5 else 1
+        if step != 1 or not _read_value(start):
+            continue
+        if not (isinstance(end, torch.fx.Node) and end.target is operator.add and start in end.args):
+            continue
+        length = end.args[1] if end.args[0] is start else end.args[0]
+        x_val = x.meta["val"]
+        dim = dim % x_val.dim()
+        with graph.inserting_before(node):
+            positions = _positions(graph, start, length, x_val.fake_mode)
+            scatter = graph.call_function(aten.index_put.default, (x, [None] * dim + [positions], rows))
+        scatter.meta["val"] = node.meta["val"]
+        node.replace_all_uses_with(scatter)
+        replaced[node.name] = scatter
+        graph.erase_node(node)
+    if replaced:
+        graph.lint()
+        gm.recompile()
+    return replaced
+
+
+def _positions(graph: torch.fx.Graph, start: torch.fx.Node, length, fake) -> torch.fx.Node:
+    """``arange(length) + start``: the rows a slice at ``start`` covers, as device data."""
+    ramp = graph.call_function(aten.arange.start_step, (0, length), {"dtype": torch.int64})
+    first = graph.call_function(aten.scalar_tensor.default, (start,), {"dtype": torch.int64})
+    rows = graph.call_function(aten.add.Tensor, (ramp, first))
+    with fake:
+        length_val = length.meta["val"] if isinstance(length, torch.fx.Node) else length
+        ramp.meta["val"] = torch.arange(0, length_val, dtype=torch.int64)
+        first.meta["val"] = torch.scalar_tensor(0, dtype=torch.int64)
+        rows.meta["val"] = ramp.meta["val"] + first.meta["val"]
+    return rows

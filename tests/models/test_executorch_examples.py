@@ -15,7 +15,6 @@ import pytest
 import torch
 
 import et_tensorrt
-import et_tensorrt.errors
 from et_tensorrt.partition import llama_custom_ops
 
 custom_ops = pytest.importorskip("executorch.extension.llm.custom_ops.custom_ops")
@@ -126,6 +125,25 @@ def test_voxtral_realtime(voxtral_realtime):
     assert sum(p.bytes_copied for p in runner.last_plans) <= 2 * logits + 256
 
 
+@pytest.mark.slow
+def test_voxtral_realtime_through_executorch_runtime(voxtral_realtime):
+    """ExecuTorch's own ``executorch.runtime`` Methods over the same program (ExecuTorch's Voxtral Realtime runner
+    is C++ outside the wheel; this is its Python equivalent): the same tokens as eager."""
+    from executorch.runtime import Runtime
+
+    pte, _, (_, decoder, embedding) = voxtral_realtime
+    program = Runtime.get().load_program(pte)
+    embed, decode = program.load_method("token_embedding"), program.load_method("text_decoder")
+    start = 0
+    for call in ([3, 5, 7, 9], [11], [13]):
+        ids, pos = torch.tensor([call]), torch.arange(start, start + len(call))
+        embeds = embed.execute([ids])[0]
+        with torch.no_grad():
+            want = decoder(embedding(ids), pos)
+        assert (decode.execute([embeds, pos])[0] - want).abs().max() < TOLERANCE
+        start += len(call)
+
+
 # ExecuTorch's qwen3_5 (the gated delta net): tests/backend/test_backend_gated_delta_net.py lowers and decodes it.
 
 
@@ -143,9 +161,6 @@ LLAMA_FAMILIES = {
 }  # fmt: skip
 TINY = dict(dim=32, hidden_dim=64, n_heads=2, n_kv_heads=1, n_layers=2, ffn_dim_multiplier=1)
 TOKENS = [3, 5, 7, 11, 13, 2, 9, 4, 6, 8, 10, 12]  # a prompt of 4, then single tokens
-# lower() of a program as export_llama makes it with use_sdpa_with_kv_cache (its XNNPACK configs'): the engine reads
-# input_pos[0].item() itself, as the slice_scatter start of the cache write, and TensorRT makes input_pos a shape tensor
-CUSTOM_OPS_REFUSAL = "partition input(s) args_1 set a shape by their values (TensorRT shape tensors)"
 
 
 def _initialized(model) -> None:
@@ -246,10 +261,10 @@ def test_llama_family_without_custom_ops(family, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=et_tensorrt.errors.EngineBuildError, reason=CUSTOM_OPS_REFUSAL)
 @pytest.mark.parametrize("family", sorted(LLAMA_FAMILIES))
 def test_llama_family_as_its_xnnpack_config_exports_it(family, tmp_path):
-    """As the family's XNNPACK config exports it: custom SDPA and ``llama.update_cache``."""
+    """As the family's XNNPACK config exports it: custom SDPA and ``llama.update_cache`` (a write at
+    ``input_pos[0].item()`` into its ``[B, S, H, D]`` cache: a scatter in the engine, backend/value_slices.py)."""
     example = LlamaExample(family).export(tmp_path).lower()
     example.check(example.decode(TOKENS))
 
@@ -289,53 +304,4 @@ def test_qwen3_through_textllmrunner_generates_what_eager_greedy_generates(tmp_p
     assert got.step_bytes and all(b <= 2 * 4 * vocab + 256 for b in got.step_bytes), got.step_bytes
 
 
-def _gemma4():
-    """examples/models/gemma4's text decoder as export_gemma4.py exports it (custom SDPA, dynamic length, audio
-    embeddings as an input), 2 layers (a sliding and a full attention one)."""
-    from executorch.examples.models.gemma4.text_decoder.gemma4_config import Gemma4Config
-    from executorch.examples.models.gemma4.text_decoder.gemma4_model import Gemma4Model
-
-    config = Gemma4Config(
-        hidden_size=DIM, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
-        global_head_dim=16, vocab_size=VOCAB, intermediate_size=64, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16, hidden_size_per_layer_input=8,
-        vocab_size_per_layer_input=VOCAB, num_kv_shared_layers=0, audio_token_id=120, image_token_id=121,
-        audio_vocab_offset=122,
-    )  # fmt: skip
-    config.use_kv_cache, config.max_seq_len, config.max_context_len = True, CONTEXT, CONTEXT
-    config.enable_dynamic_shape, config.use_custom_sdpa = True, True
-    torch.manual_seed(0)
-    wrapper = Gemma4Model(config=config, dtype=torch.float32)
-    model = wrapper.get_eager_model().eval()
-    eager = copy.deepcopy(model)
-    ids, pos, embeds = wrapper.get_example_inputs_with_audio(seq_len=5)
-    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]), torch.no_grad():
-        program = torch.export.export(
-            model,
-            (ids,),
-            kwargs={"input_pos": pos, "inputs_embeds": embeds},
-            dynamic_shapes=wrapper.get_dynamic_shapes(with_audio_embeds=True),
-        )
-    return program, eager
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cache length start_pos + S (an .item()) and its _check conjunctions stay on the host: 2 partitions, "
-    "and the first call fails (the delegate's input 3: size 0 outside the engine's range (1..30,))",
-)
-def test_gemma4_text_decoder():
-    program, eager = _gemma4()
-    pte = et_tensorrt.lower({"text_decoder": program})
-    (report,) = et_tensorrt.lower.last_reports.values()
-    runner, start = et_tensorrt.Runner(pte), 0
-    for call in ([3, 5, 7, 9], [11], [13]):
-        ids, pos = torch.tensor([call]), torch.arange(start, start + len(call))
-        embeds = torch.randn(1, len(call), DIM)
-        with torch.no_grad():
-            want = eager(ids, input_pos=pos, inputs_embeds=embeds)
-        got = runner.run([ids, pos, embeds], method="text_decoder")[0]
-        assert (got - want.reshape(got.shape)).abs().max() < TOLERANCE
-        start += len(call)
-    assert len(report.partitions) == 1 and not report.host_nodes
+# ExecuTorch's Gemma 4 text decoder: tests/models/test_executorch_gemma4.py.
