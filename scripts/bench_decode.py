@@ -377,14 +377,8 @@ class DriverRow:
     error: str = ""
 
 
-def _driven(driver, generate, repeats: int = 5) -> tuple[int, float, float | None]:
-    """(tokens, tokens/s, tokens/s of its Runner.run calls alone) of the fastest of ``repeats`` generations, each
-    from the start, after one to warm up. The calls are timed inside the same generations (the wrapper's two clock
-    reads are in the driver's time, ~1 us a call): on a shared machine the load drifts between runs, so a driver and
-    its calls timed in different runs differ by the drift, not by the loop."""
-    runner = getattr(driver, "_runner", None)
-    ours = runner is not None and type(runner).__name__ == "Runner"
-    run, spent = (runner.run if ours else None), []
+def _clocked(run, spent: list):
+    """``run``, appending each call's seconds to ``spent``."""
 
     def timed(*args, **kwargs):
         began = time.perf_counter()
@@ -393,8 +387,19 @@ def _driven(driver, generate, repeats: int = 5) -> tuple[int, float, float | Non
         finally:
             spent.append(time.perf_counter() - began)
 
+    return timed
+
+
+def _driven(driver, generate, repeats: int = 5) -> tuple[int, float, float | None]:
+    """(tokens, tokens/s, tokens/s of its Runner.run calls alone) of the fastest of ``repeats`` generations, each
+    from the start, after one to warm up. The calls are timed inside the same generations (the wrapper's two clock
+    reads are in the driver's time, ~1 us a call): on a shared machine the load drifts between runs, so a driver and
+    its calls timed in different runs differ by the drift, not by the loop."""
+    runner = getattr(driver, "_runner", None)
+    ours = runner is not None and type(runner).__name__ == "Runner"
+    spent = []
     if ours:
-        runner.run = timed
+        runner.run = _clocked(runner.run, spent)
     generate()
     best, calls = None, None
     try:
@@ -535,16 +540,7 @@ def _multimodal_row(folder: str, tokenizer: str, vocab: int, tokens: int) -> Dri
         runner, spent = Runner(path), []
         for method in plan.methods:
             runner.load_method(method)
-        run = runner.run
-
-        def timed(*args, **kwargs):
-            began = time.perf_counter()
-            try:
-                return run(*args, **kwargs)
-            finally:
-                spent.append(time.perf_counter() - began)
-
-        runner.run, best = timed, 0.0
+        runner.run, best = _clocked(runner.run, spent), 0.0
         for _ in range(3):  # each from position 0 (rows a previous sequence left are masked)
             spent.clear()
             side = plan.side(runner, False)
