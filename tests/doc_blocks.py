@@ -102,6 +102,7 @@ def run_recipe(heading: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def printed(stdout: str, label: str) -> str:
-    """What the snippet printed after ``label`` on its one line starting so."""
-    (line,) = [line for line in stdout.splitlines() if line.startswith(label)]
+    """What the snippet printed after ``label`` on its one line starting so. Lines end at ``\n`` only: a
+    random model's text may hold characters ``str.splitlines`` also ends lines at (``\x1c``-``\x1e``, ``\x85``)."""
+    (line,) = [line for line in stdout.split("\n") if line.startswith(label)]
     return line[len(label) :]
