@@ -171,9 +171,10 @@ def _slice_write(graph: torch.fx.Graph, value: torch.fx.Node, state: torch.fx.No
     if value.op != "call_function" or value.target != aten.slice_scatter.default or value.args[0] is not state:
         return False
     readers = _readers(state) - {value}
-    if any(order[r] > order[value] for r in readers) or state in value.args[1:]:
-        return False
     rows, *bounds = value.args[1:]
+    aliased = rows in readers and isinstance(rows.target, torch._ops.OpOverload) and _returns_alias(rows.target)
+    if any(order[r] > order[value] for r in readers) or state in value.args[1:] or aliased:
+        return False  # a later read of the old state, or rows that are a view of it (an overlapping copy)
     with graph.inserting_before(value):
         view = graph.call_function(aten.slice.Tensor, (state, *bounds))
         view.meta["val"] = rows.meta.get("val") if isinstance(rows, torch.fx.Node) else None
