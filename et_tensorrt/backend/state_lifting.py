@@ -22,7 +22,6 @@ check bounds, so a write the delegate cannot check stays a write back.
 from __future__ import annotations
 
 import copy
-import operator
 from dataclasses import dataclass
 
 import torch
@@ -36,7 +35,7 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from et_tensorrt.backend.value_slices import gathers_for_value_slices, scatters_for_value_slices
+from et_tensorrt.backend.value_slices import gathers_for_value_slices, scatters_for_value_slices, slice_length
 from et_tensorrt.builder.edge_to_aten import user_input_nodes
 from et_tensorrt.builder.kv_cache_op import AXIS, kv_cache_update
 
@@ -141,7 +140,7 @@ def _cache_write(value: torch.fx.Node, placeholder: torch.fx.Node):
     elif value.target == aten.slice_scatter.default:
         # ``cache.narrow(2, start, S).copy_(rows)`` (ExecuTorch's Gemma 4 KV cache): rows written at one position
         update, dim, start, end, step = (list(value.args[1:]) + [0, None, None, 1][len(value.args) - 2 :])[:5]
-        if dim not in (2, -2) or step != 1 or not isinstance(start, torch.fx.Node) or _length(start, end) is None:
+        if dim not in (2, -2) or step != 1 or not isinstance(start, torch.fx.Node) or slice_length(start, end) is None:
             return "a slice_scatter that does not write rows [start, start + S) along the sequence axis"
         positions = start
         update = _copied_rows(update, placeholder)
@@ -196,20 +195,10 @@ def _copied_rows(update, placeholder: torch.fx.Node):
 
 
 def _slice_length(value: torch.fx.Node):
-    """A slice write's row count (``_length`` of its bounds); None for the other writes."""
+    """A slice write's row count (``slice_length`` of its bounds); None for the other writes."""
     if value.target != aten.slice_scatter.default:
         return None
-    return _length(value.args[3], value.args[4])
-
-
-def _length(start: torch.fx.Node, end) -> int | torch.fx.Node | None:
-    """L for a slice ``[start, start + L)``: an int or the node of its SymInt, else None."""
-    if isinstance(end, torch.fx.Node) and end.op == "call_function" and end.target is operator.add:
-        if end.args[0] is start:
-            return end.args[1]
-        if end.args[1] is start:
-            return end.args[0]
-    return None
+    return slice_length(value.args[3], value.args[4])
 
 
 def _unwrapped(index):

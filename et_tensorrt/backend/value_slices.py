@@ -80,9 +80,9 @@ def scatters_for_value_slices(gm: torch.fx.GraphModule, keep=frozenset()) -> dic
         step = node.args[5] if len(node.args) > 5 else 1
         if step != 1 or not _read_value(start):
             continue
-        if not (isinstance(end, torch.fx.Node) and end.target is operator.add and start in end.args):
+        length = slice_length(start, end)
+        if length is None:
             continue
-        length = end.args[1] if end.args[0] is start else end.args[0]
         x_val = x.meta["val"]
         dim = dim % x_val.dim()
         with graph.inserting_before(node):
@@ -96,6 +96,16 @@ def scatters_for_value_slices(gm: torch.fx.GraphModule, keep=frozenset()) -> dic
         graph.lint()
         gm.recompile()
     return replaced
+
+
+def slice_length(start: torch.fx.Node, end) -> int | torch.fx.Node | None:
+    """L for a slice ``[start, start + L)``: an int or the node of its SymInt, else None."""
+    if isinstance(end, torch.fx.Node) and end.op == "call_function" and end.target is operator.add:
+        if end.args[0] is start:
+            return end.args[1]
+        if end.args[1] is start:
+            return end.args[0]
+    return None
 
 
 def _positions(graph: torch.fx.Graph, start: torch.fx.Node, length, fake) -> torch.fx.Node:
